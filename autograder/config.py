@@ -1,0 +1,153 @@
+"""course.yaml: the one file an instructor edits, loaded and validated.
+
+Every problem stops with one line naming the file, the key and what is wrong,
+because a typo found at release time is cheap and one found at grading is not.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+import yaml
+
+PART_IDS = ("softmax", "causal_mask", "qkv_projections", "parameter_count", "projection_removal")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class ConfigError(Exception):
+    """course.yaml is wrong; the message is one line."""
+
+
+@dataclass
+class Part:
+    id: str
+    title: str
+    points: float
+    cells: list
+    hidden: str            # path of the hidden suite, relative to the course root
+    public: str            # path of the public tests, relative to the course root
+
+
+@dataclass
+class Assignment:
+    id: str
+    notebook: str
+    parts: list
+    written: dict          # grade id of a hand-graded answer -> points
+    files: list = field(default_factory=list)
+
+    def part(self, part_id):
+        return next(p for p in self.parts if p.id == part_id)
+
+
+@dataclass
+class Course:
+    root: str
+    path: str
+    course_id: str
+    time_per_test: float
+    memory_mb: int
+    assignments: list
+    data: dict
+
+    def assignment(self, assignment_id):
+        for a in self.assignments:
+            if a.id == assignment_id:
+                return a
+        raise ConfigError(f"{self.path}: no assignment {assignment_id!r} "
+                          f"(known: {', '.join(a.id for a in self.assignments)})")
+
+    def source(self, assignment, *names):
+        return os.path.join(self.root, "solutions", assignment.id, *names)
+
+    def release(self, assignment, *names):
+        return os.path.join(self.root, "assignments", assignment.id, *names)
+
+
+def _keys(where, mapping, allowed, required=()):
+    if not isinstance(mapping, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(mapping).__name__}")
+    for key in mapping:
+        if key not in allowed:
+            raise ConfigError(f"{where}.{key}: unknown key (allowed: {', '.join(allowed)})")
+    for key in required:
+        if key not in mapping:
+            raise ConfigError(f"{where}.{key}: missing")
+
+
+def _number(where, value, *, positive=False):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where}: must be a number, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ConfigError(f"{where}: must be {'> 0' if positive else '>= 0'}, got {value!r}")
+    return value
+
+
+def _notebook_cells(path):
+    from selfcheck.program import NotebookError, grade_id, read_notebook
+    try:
+        nb = read_notebook(path)
+    except NotebookError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    return {grade_id(c) for c in nb["cells"] if grade_id(c)}
+
+
+def load(path=None):
+    """Read and validate course.yaml (default: the one at the course root)."""
+    path = path or os.path.join(ROOT, "course.yaml")
+    root = os.path.dirname(os.path.abspath(path))
+    name = os.path.relpath(path)
+    try:
+        with open(path) as fh:
+            raw = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise ConfigError(f"{name}: file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
+    _keys(name, raw, ("course_id", "limits", "assignments", "data"),
+          ("course_id", "limits", "assignments"))
+    _keys(f"{name}: limits", raw["limits"], ("time_per_test", "memory_mb"),
+          ("time_per_test", "memory_mb"))
+    time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
+    memory = _number(f"{name}: limits.memory_mb", raw["limits"]["memory_mb"], positive=True)
+    if not isinstance(raw["assignments"], dict) or not raw["assignments"]:
+        raise ConfigError(f"{name}: assignments: expected at least one assignment")
+
+    assignments, seen_parts = [], set()
+    for aid, spec in raw["assignments"].items():
+        where = f"{name}: assignments.{aid}"
+        _keys(where, spec, ("notebook", "parts", "written"), ("notebook", "parts"))
+        nb_path = os.path.join(root, "solutions", aid, spec["notebook"])
+        if not os.path.exists(nb_path):
+            raise ConfigError(f"{where}.notebook: {os.path.relpath(nb_path)} does not exist")
+        cells = _notebook_cells(nb_path)
+        parts = []
+        for pid, pspec in (spec["parts"] or {}).items():
+            pwhere = f"{where}.parts.{pid}"
+            if pid not in PART_IDS:
+                raise ConfigError(f"{pwhere}: unknown part (known: {', '.join(PART_IDS)})")
+            if pid in seen_parts:
+                raise ConfigError(f"{pwhere}: part appears in two assignments")
+            seen_parts.add(pid)
+            _keys(pwhere, pspec, ("title", "points", "cells", "tests"), ("points", "cells", "tests"))
+            points = _number(f"{pwhere}.points", pspec["points"])
+            for cell in pspec["cells"]:
+                if cell not in cells:
+                    raise ConfigError(f"{pwhere}.cells: {spec['notebook']} has no cell {cell!r}")
+            if f"check_{pid}" not in cells:
+                raise ConfigError(f"{pwhere}: {spec['notebook']} has no test cell 'check_{pid}'")
+            if not os.path.exists(os.path.join(root, pspec["tests"])):
+                raise ConfigError(f"{pwhere}.tests: {pspec['tests']} does not exist")
+            public = os.path.join("solutions", aid, f"test_{pid}.py")
+            if not os.path.exists(os.path.join(root, public)):
+                raise ConfigError(f"{pwhere}: public tests {public} do not exist")
+            parts.append(Part(pid, pspec.get("title", pid), points, list(pspec["cells"]),
+                              pspec["tests"], public))
+        written = spec.get("written") or {}
+        _keys(f"{where}.written", written, sorted(c for c in cells if c.startswith("answer_")))
+        for cell, pts in written.items():
+            _number(f"{where}.written.{cell}", pts)
+        assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
+    return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
+                  assignments, raw.get("data") or {})

@@ -1,0 +1,149 @@
+"""Run one part's checks (public and hidden) against one student's code.
+
+The suites are ordinary pytest files whose tests take a ``student`` argument
+(the student's code in its own process) and, for hidden suites, a
+``reference`` argument (the solution notebook's code, run here). pytest runs
+in the grader's process; every verdict, score and message is made here, from
+plain data, never from anything the student's process printed.
+"""
+
+import contextlib
+import hashlib
+import io
+import os
+import time
+import types
+
+import pytest
+
+from selfcheck.checks import CheckFailed
+from selfcheck.program import program, read_notebook
+from selfcheck.student import Student, StudentError
+
+_REFERENCES = {}
+
+
+def reference_namespace(course, assignment):
+    """The solution notebook's definitions, run once per process (trusted code)."""
+    key = (course.root, assignment.id)
+    if key not in _REFERENCES:
+        nb = read_notebook(course.source(assignment, assignment.notebook))
+        cells, _ = program(nb)
+        ns = {"__name__": "reference"}
+        folder = course.source(assignment)
+        import sys
+        sys.path.insert(0, folder)
+        try:
+            for label, code in cells:
+                exec(compile(code, f"<reference {label}>", "exec"), ns)
+        finally:
+            sys.path.remove(folder)
+        _REFERENCES[key] = types.SimpleNamespace(**{k: v for k, v in ns.items() if not k.startswith("__")})
+    return _REFERENCES[key]
+
+
+def file_hash(*paths):
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as fh:
+            digest.update(fh.read())
+    return digest.hexdigest()[:12]
+
+
+class _Collector:
+    """pytest plugin: supplies the fixtures and records each check's outcome."""
+
+    def __init__(self, student, reference, hidden_path):
+        self._student = student
+        self._reference = reference
+        self._hidden = os.path.abspath(hidden_path)
+        self.checks = []
+
+    @pytest.fixture(scope="session")
+    def student(self):
+        return self._student
+
+    @pytest.fixture(scope="session")
+    def reference(self):
+        return self._reference
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "call" or (report.when == "setup" and report.failed):
+            self.checks.append(self._record(item, call, report))
+
+    def _record(self, item, call, report):
+        doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
+        check = {"name": item.name, "doc": doc,
+                 "visibility": "hidden" if str(item.path) == self._hidden else "public",
+                 "weight": getattr(item.function, "weight", 1),
+                 "status": "passed", "message": ""}
+        if report.passed:
+            return check
+        exc = call.excinfo.value if call.excinfo else None
+        if isinstance(exc, StudentError):
+            check["status"] = {"missing": "missing", "timeout": "timeout"}.get(exc.kind, "error")
+            check["message"] = f"{doc}: {exc.message}"
+        elif isinstance(exc, CheckFailed):
+            check["status"] = "failed"
+            check["message"] = str(exc)
+        elif exc is not None:
+            check["status"] = "failed"
+            check["message"] = (f"{doc}: the answer could not be checked "
+                                f"({type(exc).__name__}: {str(exc)[:300]})")
+        else:
+            check["status"] = "error"
+            check["message"] = f"{doc}: the check did not run"
+        return check
+
+
+def _status(checks, score, points):
+    if not checks:
+        return "error"
+    if all(c["status"] == "passed" for c in checks):
+        return "passed"
+    if score > 0:
+        return "partial"
+    kinds = {c["status"] for c in checks if c["status"] != "passed"}
+    if len(kinds) == 1 and kinds & {"timeout", "missing", "error"}:
+        return kinds.pop()
+    return "failed"
+
+
+def _reason(checks, load_errors, status):
+    failing = [c for c in checks if c["status"] != "passed"]
+    if not failing:
+        return f"all {len(checks)} checks passed"
+    text = f"{len(failing)} of {len(checks)} checks did not pass; first: {failing[0]['message']}"
+    if load_errors:
+        first = load_errors[0]
+        text += f" (while loading, cell '{first['cell']}' raised {first['error']})"
+    return text
+
+
+def run_part(course, assignment, part, cells, workdir, *, jail=None):
+    """Grade one part: returns its result record (score, status, reason, checks)."""
+    started = time.monotonic()
+    reference = reference_namespace(course, assignment)
+    student = Student(cells, workdir=workdir, time_limit=course.time_per_test,
+                      memory_mb=course.memory_mb, jail=jail, label=f"your notebook ({part.id})")
+    collector = _Collector(student, reference, os.path.join(course.root, part.hidden))
+    args = [os.path.join(course.root, part.public), os.path.join(course.root, part.hidden),
+            "-q", "--noconftest", "-p", "no:cacheprovider", "--import-mode=importlib",
+            "-o", "addopts=", "-W", "ignore", "--rootdir", course.root]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            pytest.main(args, plugins=[collector])
+    finally:
+        student.close()
+    checks = collector.checks
+    total = sum(c["weight"] for c in checks) or 1
+    earned = sum(c["weight"] for c in checks if c["status"] == "passed")
+    score = round(part.points * earned / total, 3)
+    status = _status(checks, score, part.points)
+    return {"part": part.id, "score": score, "max_score": part.points, "status": status,
+            "reason": _reason(checks, student.load_errors, status), "checks": checks,
+            "suite": file_hash(os.path.join(course.root, part.public), os.path.join(course.root, part.hidden)),
+            "seconds": round(time.monotonic() - started, 2)}

@@ -1,0 +1,39 @@
+"""Shared fixtures: the course, and one demo cohort graded once through the real nbgrader."""
+
+import os
+import shutil
+
+import pytest
+
+from autograder import config
+
+
+@pytest.fixture(scope="session")
+def course():
+    return config.load()
+
+
+@pytest.fixture(scope="session")
+def graded_demo(course, tmp_path_factory):
+    """The demo cohort, graded by `course grade` into a fresh folder: (folder, records, students)."""
+    from autograder import cli, cohort
+    folder = tmp_path_factory.mktemp("demo")
+    submitted = folder / "submitted"
+    students = cohort.demo_cohort(course, str(submitted))
+    records = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    return folder, records, students
+
+
+@pytest.fixture
+def release_copy(course, tmp_path):
+    """A student's copy of each released folder, to run the self-check in."""
+    def make(assignment):
+        dest = tmp_path / assignment.id
+        shutil.copytree(course.release(assignment), dest,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        return dest
+    return make
+
+
+def pytest_configure(config):
+    os.environ.setdefault("MPLBACKEND", "Agg")

@@ -1,0 +1,165 @@
+"""Hidden suite, part 1 (softmax, entropy_bits, attend): the chapter's numbers and unseen inputs.
+
+Expected values for the chapter's examples are printed in failures (they are in the
+chapter); expected values for random inputs never are.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from autograder.chapter import get
+from selfcheck.checks import close, that, unchanged, weight
+
+ONE = get("attention.one_query")
+SELECT = get("attention.select")
+RNG = np.random.default_rng(20261129)
+
+
+def naive_softmax(z, axis=-1):
+    e = np.exp(np.asarray(z, dtype=float))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_axis(z, axis):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def global_softmax(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+
+
+@weight(2)
+def test_chapter_one_query(student):
+    """attend on the chapter's query 'who' against 'is', 'the', 'best' (values = keys)"""
+    q, K = np.array(ONE["query"]), np.array(ONE["keys"])
+    alpha, output = student.attend(q, K, K)
+    raw = naive_softmax(K @ q)
+    close(alpha, ONE["alpha"], "alpha for the query 'who'", source="chapter, step 1",
+          mistakes=[("the scores were not divided by sqrt(d_k) = sqrt(3)", raw),
+                    ("the scores were divided by d_k instead of sqrt(d_k)", naive_softmax(K @ q / 3))])
+    close(output, ONE["output"], "output for the query 'who'", source="chapter, step 1",
+          mistakes=[("the output should be alpha @ V (weights times values), not V @ alpha or a sum of keys",
+                     np.asarray(ONE["alpha"]) @ K.T)])
+
+
+def test_chapter_one_query_entropy(student):
+    """entropy_bits of the weights of the query 'who'"""
+    close(student.entropy_bits(np.array(ONE["alpha"])), ONE["entropy_bits"], "entropy of alpha for 'who'",
+          source="chapter, step 1",
+          mistakes=[("natural log instead of log2: that is nats", ONE["entropy_bits"] * math.log(2)),
+                    ("log10 instead of log2", ONE["entropy_bits"] * math.log10(2))])
+
+
+@pytest.mark.parametrize("case", range(3), ids=["animal", "verb", "undecided"])
+def test_chapter_select(student, case):
+    """the chapter's selecting queries: weights, output and entropy"""
+    query = SELECT["queries"][case]
+    K, V = np.array(SELECT["keys"]), np.array(SELECT["values"])
+    alpha, output = student.attend(np.array(query["query"]), K, V)
+    q = np.array(query["query"])
+    close(alpha, query["alpha"], f"alpha for {query['name']}", source="chapter, step 2",
+          mistakes=[("the scores were not divided by sqrt(d_k)", naive_softmax(K @ q))])
+    close(output, query["output"], f"output for {query['name']}", source="chapter, step 2")
+    close(student.entropy_bits(np.array(query["alpha"])), query["entropy_bits"],
+          f"entropy of {query['name']}", source="chapter, step 2",
+          mistakes=[("natural log instead of log2: that is nats", query["entropy_bits"] * math.log(2))])
+
+
+@weight(2)
+def test_softmax_random_shapes(student, reference):
+    """softmax on random arrays of 1 to 4 dimensions, along every axis"""
+    for trial in range(6):
+        shape = tuple(RNG.integers(2, 6, size=RNG.integers(1, 5)))
+        z = RNG.normal(0, 3, size=shape)
+        axis = int(RNG.integers(-len(shape), len(shape)))
+        other = (axis + 1) % len(shape) if len(shape) > 1 else None
+        mistakes = [("the sum ran over the whole array instead of along `axis`", global_softmax(z))]
+        if other is not None:
+            mistakes.append(("the softmax ran along the wrong axis (use the `axis` argument for max and sum)",
+                             softmax_axis(z, other)))
+            mistakes.append(("the max or sum ignored `axis` (always the last axis)", softmax_axis(z, -1)))
+        close(student.softmax(z, axis), reference.softmax(z, axis),
+              f"softmax of a random array of shape {shape} along axis {axis}", reveal=False,
+              mistakes=mistakes)
+
+
+@weight(2)
+def test_softmax_large_random_scores(student, reference):
+    """softmax of random scores in the thousands is finite and correct"""
+    z = RNG.normal(0, 1, size=(4, 7)) * 50 + 2000
+    close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False,
+          mistakes=[("exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
+    z = -z
+    close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False,
+          mistakes=[("exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
+                     naive_softmax(z))])
+
+
+def test_softmax_masked_entries(student, reference):
+    """-inf entries in random rows get exactly zero weight and the rest renormalise"""
+    z = RNG.normal(size=(5, 6))
+    z[RNG.random(z.shape) < 0.4] = -np.inf
+    z[:, 0] = RNG.normal(size=5)          # every row keeps at least one finite score
+    got = np.asarray(student.softmax(z), dtype=float)
+    that(got.shape == z.shape and np.all(got[np.isneginf(z)] == 0.0),
+         "softmax: entries with a score of -inf must get a weight of exactly 0")
+    close(got, reference.softmax(z), "softmax of rows with -inf entries", reveal=False)
+
+
+def test_softmax_float32_and_integers(student, reference):
+    """softmax accepts float32 and integer input"""
+    z = RNG.normal(size=(3, 4)).astype(np.float32)
+    close(student.softmax(z), reference.softmax(z), "softmax of a float32 array", reveal=False, rtol=1e-4, atol=1e-6)
+    z = np.array([[1, 2, 3], [3, 3, 3]])
+    close(student.softmax(z), reference.softmax(z), "softmax of an integer array", reveal=False,
+          mistakes=[("integer input was not converted to float", np.zeros((2, 3)))])
+
+
+def test_softmax_leaves_input_alone(student):
+    """softmax does not change the array it is given"""
+    unchanged(student, "softmax", RNG.normal(size=(3, 4)) + 10, what="softmax")
+
+
+def test_entropy_random(student, reference):
+    """entropy_bits of random distributions, some with zero weights"""
+    for n in (2, 5, 9):
+        p = RNG.random(n)
+        p[: n // 3] = 0.0
+        p = RNG.permutation(p / p.sum())
+        expected = reference.entropy_bits(p)
+        q = p[p > 0]
+        close(student.entropy_bits(p), expected, f"entropy_bits of a random distribution over {n}", reveal=False,
+              mistakes=[("natural log instead of log2: that is nats", expected * math.log(2)),
+                        ("log10 instead of log2", expected * math.log10(2)),
+                        ("zero weights were not left out (0 * log 0 gives nan)", np.nan),
+                        ("the minus sign is missing", -expected),
+                        ("sum of -log2 p without weighting by p", -np.log2(q).sum())])
+
+
+@weight(2)
+def test_attend_random(student, reference):
+    """attend with random sizes: n keys, query width d_k, value width d_v"""
+    for trial in range(4):
+        n, d_k, d_v = (int(x) for x in RNG.integers(2, 9, size=3))
+        q, K, V = RNG.normal(size=d_k), RNG.normal(size=(n, d_k)), RNG.normal(size=(n, d_v))
+        alpha, output = student.attend(q, K, V)
+        ref_alpha, ref_out = reference.attend(q, K, V)
+        mistakes = [("the scores were not divided by sqrt(d_k)", softmax_axis(K @ q, -1)),
+                    ("the scores were divided by d_k instead of sqrt(d_k)", softmax_axis(K @ q / d_k, -1)),
+                    ("the scale used the number of keys instead of the query width d_k",
+                     softmax_axis(K @ q / math.sqrt(n), -1))]
+        close(alpha, ref_alpha, f"alpha for {n} random keys of width {d_k}", reveal=False, mistakes=mistakes)
+        close(output, ref_out, f"output for {n} random keys, values of width {d_v}", reveal=False,
+              mistakes=[("the output mixes the keys, not the values", ref_alpha @ K if d_k == d_v else np.nan)])
+
+
+def test_attend_leaves_input_alone(student):
+    """attend does not change q, K or V"""
+    unchanged(student, "attend", RNG.normal(size=3), RNG.normal(size=(4, 3)), RNG.normal(size=(4, 2)),
+              what="attend")

@@ -1,0 +1,113 @@
+"""Part 1 (softmax): realistic mistakes, and correct solutions written differently.
+
+Each entry replaces whole solution cells of the reference notebook. Every
+mistake must lose points in this part and only this part; every correct
+variant must earn full marks (tests/test_mutants.py). Entries marked
+``demo`` are students of the `course demo` cohort.
+"""
+
+MISTAKES = {
+    "softmax-no-max-shift": {"demo": True, "cells": {"softmax": '''
+def softmax(z, axis=-1):
+    e = np.exp(np.asarray(z, dtype=float))
+    return e / e.sum(axis=axis, keepdims=True)
+'''}},
+    "softmax-wrong-axis": {"demo": True, "cells": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+'''}},
+    "entropy-in-nats": {"demo": True, "cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+'''}},
+    "attend-without-scale": {"demo": True, "cells": {"attend": '''
+def attend(q, K, V):
+    alpha = softmax(np.asarray(K) @ np.asarray(q))
+    return alpha, alpha @ np.asarray(V)
+'''}},
+    "softmax-global-sum": {"cells": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max())
+    return e / e.sum()
+'''}},
+    "softmax-in-place": {"cells": {"softmax": '''
+def softmax(z, axis=-1):
+    z -= np.max(z, axis=axis, keepdims=True)
+    np.exp(z, out=z)
+    z /= z.sum(axis=axis, keepdims=True)
+    return z
+'''}},
+    "entropy-keeps-zeros": {"cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-(p * np.log2(p)).sum())
+'''}},
+    "attend-scale-by-dk": {"cells": {"attend": '''
+def attend(q, K, V):
+    q = np.asarray(q, dtype=float)
+    alpha = softmax(np.asarray(K) @ q / q.shape[0])
+    return alpha, alpha @ np.asarray(V)
+'''}},
+    "attend-mixes-keys": {"cells": {"attend": '''
+def attend(q, K, V):
+    q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
+    alpha = softmax(K @ q / np.sqrt(q.shape[0]))
+    return alpha, alpha @ K
+'''}},
+    "hard-coded-chapter": {"cells": {"attend": '''
+def attend(q, K, V):
+    alpha = np.array([0.336944882926855, 0.3019383367816182, 0.3611167802915269])
+    return alpha, np.array([0.4118356887019818, 0.4514480213456581, 0.5816418550238199])
+'''}},
+}
+
+CORRECT = {
+    "loops": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.moveaxis(np.array(z, dtype=float), axis, -1)
+    out = np.empty_like(z)
+    for index in np.ndindex(z.shape[:-1]):
+        row = z[index]
+        top = max(row)
+        weights = [math.exp(v - top) for v in row]
+        total = sum(weights)
+        out[index] = [w / total for w in weights]
+    return np.moveaxis(out, -1, axis)
+''', "entropy_bits": '''
+def entropy_bits(p):
+    total = 0.0
+    for x in np.asarray(p, dtype=float).ravel():
+        if x > 0:
+            total -= x * math.log(x, 2)
+    return total
+''', "attend": '''
+def attend(q, K, V):
+    d_k = len(q)
+    scores = np.array([sum(a * b for a, b in zip(k, q)) / d_k ** 0.5 for k in K])
+    alpha = softmax(scores)
+    return alpha, np.sum(alpha[:, None] * np.asarray(V, dtype=float), axis=0)
+'''},
+    "logsumexp-float32": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float64)
+    m = np.max(z, axis=axis, keepdims=True)
+    log_norm = m + np.log(np.sum(np.exp(z - m), axis=axis, keepdims=True))
+    return np.exp(z - log_norm).astype(np.float32)
+''', "entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=np.float32)
+    nz = p[p != 0]
+    return float(np.sum(-nz * np.log(nz)) / np.log(2))
+'''},
+    "einsum": {"attend": '''
+def attend(q, K, V):
+    K = np.asarray(K, dtype=float)
+    alpha = softmax(np.einsum("nd,d->n", K, q) / np.sqrt(K.shape[1]))
+    return alpha, np.einsum("n,nv->v", alpha, V)
+'''},
+}

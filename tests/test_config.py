@@ -1,0 +1,70 @@
+"""course.yaml is validated when loaded: each mistake stops with one line naming file and key."""
+
+import shutil
+
+import pytest
+import yaml
+
+from autograder import config
+
+
+@pytest.fixture
+def course_copy(tmp_path):
+    """A copy of the course files small enough to edit: course.yaml, solutions/, tests/."""
+    for name in ("solutions", "tests"):
+        shutil.copytree(f"{config.ROOT}/{name}", tmp_path / name,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(f"{config.ROOT}/course.yaml", tmp_path / "course.yaml")
+    return tmp_path
+
+
+def edit(root, change):
+    path = root / "course.yaml"
+    data = yaml.safe_load(path.read_text())
+    change(data)
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def first_part(data):
+    assignment = next(iter(data["assignments"].values()))
+    return assignment, next(iter(assignment["parts"].values()))
+
+
+def test_the_course_loads(course):
+    assert {p.id for a in course.assignments for p in a.parts} <= set(config.PART_IDS)
+
+
+@pytest.mark.parametrize("change, words", [
+    (lambda d: first_part(d)[1].__setitem__("points", -2), ["points", "must be >= 0", "-2"]),
+    (lambda d: next(iter(d["assignments"].values()))["parts"].__setitem__("attention_heads", {"points": 1, "cells": [], "tests": "x"}),
+     ["attention_heads", "unknown part"]),
+    (lambda d: next(iter(d["assignments"].values())).__setitem__("notebook", "nowhere.ipynb"),
+     ["notebook", "nowhere.ipynb", "does not exist"]),
+    (lambda d: d["limits"].__setitem__("wall_time", 3), ["limits.wall_time", "unknown key"]),
+    (lambda d: first_part(d)[1].__setitem__("cells", ["no_such_cell"]), ["cells", "no_such_cell"]),
+    (lambda d: first_part(d)[1].__setitem__("tests", "tests/hidden/nothing.py"), ["tests", "does not exist"]),
+    (lambda d: d["limits"].__setitem__("memory_mb", "lots"), ["memory_mb", "must be a number"]),
+])
+def test_each_mistake_is_one_clear_line(course_copy, change, words):
+    path = edit(course_copy, change)
+    with pytest.raises(config.ConfigError) as info:
+        config.load(str(path))
+    message = str(info.value)
+    assert "\n" not in message and "course.yaml" in message
+    for word in words:
+        assert word in message
+
+
+def test_bad_yaml_names_the_line(course_copy):
+    path = course_copy / "course.yaml"
+    path.write_text("course_id: x\nlimits: [unclosed\n")
+    with pytest.raises(config.ConfigError, match=r"course.yaml: not valid YAML at line \d"):
+        config.load(str(path))
+
+
+def test_the_cli_reports_a_config_error_and_exits_2(course_copy, capsys):
+    from autograder import cli
+    path = edit(course_copy, lambda d: d["limits"].__setitem__("time_per_test", 0))
+    assert cli.main(["--config", str(path), "release"]) == 2
+    assert "time_per_test: must be > 0" in capsys.readouterr().err
