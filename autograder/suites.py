@@ -114,6 +114,8 @@ def _status(checks, score, points):
 
 def _reason(checks, load_errors, status):
     failing = [c for c in checks if c["status"] != "passed"]
+    if not checks:              # fail closed: nothing ran, nothing counts
+        return "no check ran, so this part scores 0 (the grader could not run its suites)"
     if not failing:
         return f"all {len(checks)} checks passed"
     text = f"{len(failing)} of {len(checks)} checks did not pass; first: {failing[0]['message']}"
@@ -127,6 +129,9 @@ def run_part(course, assignment, part, cells, workdir, *, jail=None):
     """Grade one part: returns its result record (score, status, reason, checks)."""
     started = time.monotonic()
     reference = reference_namespace(course, assignment)
+    if jail is None:            # the sandbox (autograder/sandbox.py); jail=False runs unconfined
+        from autograder import sandbox
+        jail = sandbox.jail(course)
     student = Student(cells, workdir=workdir, time_limit=course.time_per_test,
                       memory_mb=course.memory_mb, jail=jail, label=f"your notebook ({part.id})")
     collector = _Collector(student, reference, os.path.join(course.root, part.hidden))

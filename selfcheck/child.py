@@ -45,7 +45,19 @@ def _describe(exc, filename="<cell"):
         f = frames[-1]
         where = f" (in {f.filename.strip('<>')}, line {f.lineno}: {(f.line or '').strip()[:120]})"
     text = f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, MemoryError):
+        text += " (the code needed more memory than the grader allows"
+        text += f": {_memory_limit()})" if _memory_limit() else ")"
     return text[:600] + where
+
+
+def _memory_limit():
+    try:
+        import resource
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    except (ImportError, OSError, ValueError):
+        return ""
+    return "" if limit == resource.RLIM_INFINITY else f"{limit >> 20} MB"
 
 
 def _load(ns, cells, workdir):

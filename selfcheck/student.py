@@ -24,7 +24,9 @@ _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LAUNCH = ("import sys; sys.path.insert(0, sys.argv[2]); "
            "from selfcheck.child import main; main(sys.argv[1])")
 _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "TINYSHAKESPEARE")
-MAX_RESTARTS = 3
+_TOKEN = "SELFCHECK_STUDENT_TOKEN"
+MAX_RESTARTS = 3        # crashes survived before the student's code counts as broken
+MAX_TIMEOUTS = 2        # calls that may time out before the remaining ones are not run
 
 
 class StudentError(Exception):
@@ -47,6 +49,33 @@ def _limits(memory_mb, cpu_seconds, file_mb):
     return apply
 
 
+def _kill_tagged(token):
+    """SIGKILL every process whose environment carries ``token`` (descendants that left the group)."""
+    needle = f"{_TOKEN}={token}".encode()
+    for _ in range(3):      # a process may fork while the scan runs: scan until none is found
+        found = False
+        try:
+            pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+        except OSError:
+            return
+        for pid in pids:
+            if pid == os.getpid():
+                continue
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as fh:
+                    tagged = needle in fh.read().split(b"\0")
+            except OSError:
+                continue
+            if tagged:
+                found = True
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        if not found:
+            return
+
+
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -64,11 +93,13 @@ class Student:
         self.time_limit = float(time_limit)
         self.memory_mb = int(memory_mb)
         self._cpu = int(cpu_limit)
-        self._jail = list(jail or [])
+        self._jail = jail if hasattr(jail, "wrap") else list(jail or [])
         self.label = label
         self._proc = None
         self._answers = None
         self._restarts = 0
+        self._timeouts = 0
+        self._token = uuid.uuid4().hex
         self.broken = None          # a StudentError that ends every later call
         self.load_errors = []       # cells that raised while loading
 
@@ -77,16 +108,22 @@ class Student:
         env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
         env.update(HOME=self._workdir, PYTHONHASHSEED="0", MPLBACKEND="Agg",
                    OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                   PYTHONDONTWRITEBYTECODE="1")
+                   PYTHONDONTWRITEBYTECODE="1", TMPDIR=self._workdir)
+        env[_TOKEN] = self._token
         return env
 
     def _start(self):
+        env, here = self._env(), _HERE
+        if hasattr(self._jail, "wrap"):     # a sandbox (autograder.sandbox): its own view of the disk
+            prefix, env, here = self._jail.wrap(workdir=self._workdir, env=env, code_root=_HERE)
+        else:
+            prefix = list(self._jail)
         read_fd, write_fd = os.pipe()
-        cmd = self._jail + [sys.executable, "-I", "-c", _LAUNCH, str(write_fd), _HERE]
+        cmd = prefix + [sys.executable, "-I", "-c", _LAUNCH, str(write_fd), here]
         try:
             self._proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(write_fd,), cwd=self._workdir, env=self._env(),
+                pass_fds=(write_fd,), cwd=self._workdir, env=env,
                 preexec_fn=_limits(self.memory_mb, self._cpu, 64))
         finally:
             os.close(write_fd)
@@ -106,6 +143,7 @@ class Student:
         except (ProcessLookupError, PermissionError):
             pass
         proc.wait()
+        _kill_tagged(self._token)
         for stream in (proc.stdin, self._answers):
             try:
                 stream.close()
@@ -158,8 +196,15 @@ class Student:
         line = self._readline(time.monotonic() + self.time_limit)
         if line is None:
             self.close()
-            raise StudentError("timeout", f"{what} took longer than {self.time_limit:g} s "
-                                          "(an endless loop, or far too slow)")
+            self._timeouts += 1
+            error = StudentError("timeout", f"{what} took longer than {self.time_limit:g} s "
+                                            "(an endless loop, or far too slow)")
+            if self._timeouts >= MAX_TIMEOUTS:
+                self.broken = StudentError(
+                    "timeout", f"not run: {self._timeouts} earlier calls took longer than "
+                               f"{self.time_limit:g} s each (an endless loop, or far too slow), "
+                               "so the rest of this part was stopped")
+            raise error
         if line == b"":
             raise self._died(what)
         try:
