@@ -8,6 +8,8 @@ with a score and a reason, whatever the notebook does.
 """
 
 import concurrent.futures as cf
+import contextlib
+import datetime
 import glob
 import hashlib
 import json
@@ -15,6 +17,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+import time
 
 from autograder import suites
 from selfcheck.program import NotebookError, program, read_notebook, solution_ids
@@ -108,43 +111,237 @@ def find_submissions(course, submitted):
     return found
 
 
-def _worker(args):
-    course, student, assignment, path = args
-    return grade_submission(course, assignment, student, path)
+# --- the batch: which submissions need grading, grading them, keeping every result ---------
+
+def suite_versions(course, assignment_id):
+    """part -> hash of its public and hidden suites, as they are now."""
+    return {part.id: suites.file_hash(os.path.join(course.root, part.public),
+                                      os.path.join(course.root, part.hidden))
+            for part in course.assignment(assignment_id).parts}
+
+
+def file_sha256(path):
+    try:
+        with open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _versions_key(record):
+    """The short name of what produced a record: notebook, grader and suites."""
+    suites_now = record.get("suites") or {p["part"]: p.get("suite") for p in record.get("parts", [])}
+    joined = ",".join(f"{k}={v}" for k, v in sorted(suites_now.items()))
+    return (f"{(record.get('sha256') or 'nofile')[:8]}.{record.get('grader') or 'nograder'}."
+            f"{hashlib.sha256(joined.encode()).hexdigest()[:12]}")
+
+
+def stale(course, record, path, grader=None):
+    """None when ``record`` is a finished grading of the notebook at ``path`` by today's
+    grader and suites; otherwise the reason it must be graded (again)."""
+    if record is None:
+        return "not graded yet"
+    if str(record.get("problem") or "").startswith("grader error"):
+        return "the grader failed on it last time"
+    if record.get("sha256") != file_sha256(path):
+        return "the notebook changed"
+    if record.get("grader") != (grader or grader_version()):
+        return "the grader changed"
+    if record.get("suites") != suite_versions(course, record["assignment"]):
+        return "a test suite changed"
+    return None
 
 
 def result_path(out, student, assignment):
     return os.path.join(out, "results", student, f"{assignment}.json")
 
 
+def history_folder(out, student):
+    return os.path.join(out, "results", student, "history")
+
+
+def read_result(out, student, assignment):
+    """The latest result of one submission, or None."""
+    try:
+        with open(result_path(out, student, assignment)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return None
+
+
+def history(out, student, assignment):
+    """Every earlier result of one submission, oldest first."""
+    folder = history_folder(out, student)
+    found = []
+    for path in glob.glob(os.path.join(folder, f"{glob.escape(assignment)}.*.json")):
+        try:
+            with open(path) as fh:
+                found.append(json.load(fh))
+        except (OSError, ValueError):
+            continue
+    return sorted(found, key=lambda r: r.get("graded_at", ""))
+
+
 def write_result(out, record):
+    """Write a result; the one it replaces is kept under history/, named by its versions."""
     path = result_path(out, record["student"], record["assignment"])
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    old = read_result(out, record["student"], record["assignment"])
+    if old is not None:
+        folder = history_folder(out, record["student"])
+        os.makedirs(folder, exist_ok=True)
+        keep = os.path.join(folder, f"{record['assignment']}.{_versions_key(old)}.json")
+        tmp = keep + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(old, fh, indent=1)
+        os.replace(tmp, keep)
     tmp = path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(record, fh, indent=1)
     os.replace(tmp, path)
 
 
-def grade_all(course, submissions, out, jobs=None, progress=None):
-    """Grade every submission in ``jobs`` worker processes; results are written as they finish."""
-    jobs = jobs or os.cpu_count() or 1
-    tasks = [(course, s, a, p) for s, a, p in submissions]
-    records = []
-    ctx = multiprocessing.get_context("fork")
-    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(_worker, t): t for t in tasks}
-        for future in cf.as_completed(futures):
-            _, student, assignment, path = futures[future]
-            try:
-                record = future.result()
-            except Exception as exc:  # a grader bug must not stop the batch
-                record = {"student": student, "assignment": assignment,
-                          "notebook": os.path.basename(path), "problem": f"grader error: {exc}",
-                          "parts": [_zero(p, "error", f"the grader failed on this submission ({exc})")
-                                    for p in course.assignment(assignment).parts]}
-            write_result(out, record)
-            records.append(record)
-            if progress:
-                progress(record)
-    return records
+def _worker(args):
+    course, student, assignment, path, grader = args
+    started = time.monotonic()
+    record = grade_submission(course, assignment, student, path)
+    record["grader"] = grader      # the version this batch started with, for every record alike
+    record["suites"] = suite_versions(course, assignment)
+    record["graded_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    record["seconds"] = round(time.monotonic() - started, 2)
+    return record
+
+
+def _failed(course, student, assignment, path, exc, grader):
+    return {"student": student, "assignment": assignment, "notebook": os.path.basename(path),
+            "grader": grader, "sha256": file_sha256(path), "suites": {},
+            "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "problem": f"grader error: {type(exc).__name__}: {exc}",
+            "parts": [_zero(p, "error", f"the grader failed on this submission ({exc})")
+                      for p in course.assignment(assignment).parts]}
+
+
+class Batch:
+    """What one `course grade` run did: every submission's latest record, and which were
+    graded now, skipped as unchanged, or left undone by an interruption."""
+
+    def __init__(self):
+        self.records = []
+        self.graded = []       # records graded in this run
+        self.skipped = []      # records still valid from an earlier run
+        self.pending = []      # (student, assignment, path) not reached (interrupted)
+        self.previous = {}     # (student, assignment) -> the record this run replaced
+        self.interrupted = False
+
+    def __iter__(self):        # a Batch reads as its list of records
+        return iter(self.records)
+
+    def __len__(self):
+        return len(self.records)
+
+
+JOURNAL = "batch.json"
+
+
+def _journal(out, data):
+    path = os.path.join(out, "results", JOURNAL)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + ".tmp", "w") as fh:
+        json.dump(data, fh, indent=1)
+    os.replace(path + ".tmp", path)
+
+
+def read_journal(out):
+    """The last batch's journal (where its submissions came from, whether it finished), or {}."""
+    try:
+        with open(os.path.join(out, "results", JOURNAL)) as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+def plan(course, submissions, out, force=False, grader=None):
+    """Split submissions into (to grade, still valid records, replaced records)."""
+    grader = grader or grader_version()
+    todo, valid, previous = [], [], {}
+    for student, assignment, path in submissions:
+        old = read_result(out, student, assignment)
+        if old is not None:
+            previous[student, assignment] = old
+        if force or stale(course, old, path, grader):
+            todo.append((student, assignment, path))
+        else:
+            valid.append(old)
+    return todo, valid, previous
+
+
+def grade_all(course, submissions, out, jobs=None, progress=None, force=False, submitted=None):
+    """Grade the submissions that need it in ``jobs`` worker processes.
+
+    Each result is written (results/<student>/<assignment>.json, the one it
+    replaces moved to results/<student>/history/) the moment its worker
+    returns, so an interrupted batch loses only the submissions in flight; a
+    submission whose notebook, grader and suites are unchanged since its last
+    result is skipped unless ``force``. Only this process writes files; the
+    workers just grade. Returns a :class:`Batch`.
+    """
+    jobs = max(1, jobs or os.cpu_count() or 1)
+    grader = grader_version()
+    todo, valid, previous = plan(course, submissions, out, force, grader)
+    batch = Batch()
+    batch.previous = previous
+    batch.skipped = list(valid)
+    batch.records = list(valid)
+    _journal(out, {"submitted": os.path.abspath(submitted) if submitted else None,
+                   "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "total": len(submissions), "to_grade": len(todo), "finished": False})
+    if progress:
+        progress.start(len(todo), skipped=len(valid))
+    if todo:
+        ctx = multiprocessing.get_context("fork")
+        pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx)
+        futures = {pool.submit(_worker, (course, *t, grader)): t for t in todo}
+        try:
+            for future in cf.as_completed(futures):
+                student, assignment, path = futures[future]
+                try:
+                    record = future.result()
+                except Exception as exc:  # a grader bug must not stop the batch
+                    record = _failed(course, student, assignment, path, exc, grader)
+                write_result(out, record)
+                batch.records.append(record)
+                batch.graded.append(record)
+                if progress:
+                    progress.update(record)
+        except KeyboardInterrupt:
+            batch.interrupted = True
+            done = {(r["student"], r["assignment"]) for r in batch.graded}
+            batch.pending = [t for t in todo if (t[0], t[1]) not in done]
+            for future in futures:
+                future.cancel()
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    proc.terminate()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    if progress:
+        progress.finish()
+    if not batch.interrupted:
+        journal = read_journal(out)
+        journal["finished"] = True
+        _journal(out, journal)
+    return batch
+
+
+def load_results(out):
+    """The latest result of every submission graded into ``out``."""
+    found = []
+    for path in sorted(glob.glob(os.path.join(out, "results", "*", "*.json"))):
+        try:
+            with open(path) as fh:
+                record = json.load(fh)
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict) and "parts" in record and "student" in record:
+            found.append(record)
+    return found
