@@ -1,7 +1,11 @@
-"""The `course` command: release, grade, check, demo.
+"""The `course` command: release, exchange, grade, regrade, export, check, demo.
 
     course release            solutions/ -> assignments/ (nbgrader generate_assignment)
+    course exchange --setup   nbgrader's exchange, submissions not readable by other students
     course grade SUBMITTED    grade <student>/<assignment>/<notebook>.ipynb under SUBMITTED
+                              (--jobs N, --resume, --force)
+    course regrade [DIR]      grade again after a test fix; old and new scores per part
+    course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course demo               release, build a demo cohort, grade it, print the table
 """
@@ -10,38 +14,34 @@ import argparse
 import os
 import subprocess
 import sys
-import time
 
 from autograder import config
 
 
-def _progress(total):
-    done = [0]
-    start = time.monotonic()
+def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=None):
+    """Grade a folder of submissions; write results, grades.csv, feedback, exports and the gradebook.
 
-    def report(record):
-        done[0] += 1
-        score = sum(p["score"] for p in record["parts"])
-        top = sum(p["max_score"] for p in record["parts"])
-        elapsed = time.monotonic() - start
-        print(f"[{done[0]}/{total}] {record['student']}/{record['assignment']}: {score:g}/{top:g} "
-              f"({elapsed:.0f} s)", file=sys.stderr, flush=True)
-    return report
-
-
-def grade(course, submitted, out, jobs=None, quiet=False):
-    """Grade a folder of submissions; write results, grades.csv, feedback and the gradebook."""
-    from autograder import grading, nbgrader_bridge, reports
+    Only submissions that changed (or whose grader or suites changed) are graded,
+    unless ``force``. Returns the batch (iterable over every submission's record).
+    """
+    from autograder import grading, nbgrader_bridge
+    from autograder.progress import Progress
     submissions = grading.find_submissions(course, submitted)
     out = os.path.abspath(out)
     nbgrader_bridge.write_course_folder(course, out)
-    records = grading.grade_all(course, submissions, out, jobs,
-                                progress=None if quiet else _progress(len(submissions)))
-    by_key = {(r["student"], r["assignment"]): r for r in records}
+    progress = None if quiet else Progress(stream or sys.stderr)
+    batch = grading.grade_all(course, submissions, out, jobs, progress=progress, force=force,
+                              submitted=submitted)
+    if batch.interrupted:
+        return batch
+    by_key = {(r["student"], r["assignment"]): r for r in batch.records}
+    fresh = {(r["student"], r["assignment"]) for r in batch.graded}
     for assignment in course.assignments:
         mine = [(s, a, p) for s, a, p in submissions if a == assignment.id]
-        if not mine:
-            continue
+        autograded = [os.path.join(out, "autograded", s, a, assignment.notebook) for s, a, _ in mine]
+        if not mine or (not any((s, a) in fresh for s, a, _ in mine)
+                        and all(os.path.exists(p) for p in autograded)):
+            continue      # the gradebook already holds these very results
         nbgrader_bridge.register(course, assignment, out)
         for student, _, path in mine:
             unreadable = by_key[student, assignment.id].get("problem") is not None
@@ -52,10 +52,27 @@ def grade(course, submitted, out, jobs=None, quiet=False):
         if error:
             print(f"nbgrader autograde reported a problem for {assignment.id}: {error.splitlines()[0]}",
                   file=sys.stderr)
-    reports.write_grades(out, records)
-    reports.write_feedback(out, records)
-    nbgrader_bridge.export(course, out)
-    return records
+    write_exports(course, out, batch.records)
+    return batch
+
+
+def write_exports(course, out, records):
+    """grades.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export."""
+    from autograder import nbgrader_bridge, reports
+    gradebook = nbgrader_bridge.gradebook_scores(course, out)
+    paths = {"grades": reports.write_grades(out, records),
+             "totals": reports.write_totals(out, course, records, gradebook),
+             "gradescope": reports.write_gradescope(out, course, records, gradebook),
+             "feedback": reports.write_feedback(out, records, course, gradebook),
+             "nbgrader": nbgrader_bridge.export(course, out)}
+    return paths
+
+
+def _where(out):
+    return (f"grades:     {os.path.join(out, 'grades.csv')}\n"
+            f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
+            f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
+            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html")
 
 
 def cmd_release(course, args):
@@ -68,13 +85,79 @@ def cmd_release(course, args):
     return 1 if found else 0
 
 
-def cmd_grade(course, args):
-    records = grade(course, args.submitted, args.out, args.jobs)
+def _finish(batch, out, resume_hint):
     from autograder import reports
-    print(reports.table(records))
-    print(f"\ngrades:   {os.path.join(args.out, 'grades.csv')}")
-    print(f"feedback: {os.path.join(args.out, 'reports')}/<student>/<assignment>.html")
+    print(reports.summary(batch))
+    if batch.interrupted:
+        print(f"\ninterrupted: {len(batch.graded)} graded in this run and saved; "
+              f"{len(batch.pending)} left. Continue with: {resume_hint}", file=sys.stderr)
+        return 130
     return 0
+
+
+def cmd_grade(course, args):
+    from autograder import grading, reports
+    out = os.path.abspath(args.out)
+    journal = grading.read_journal(out)
+    if args.resume and journal and journal.get("finished"):
+        print("the last batch in this folder finished; grading what changed since", file=sys.stderr)
+    elif journal and not journal.get("finished") and not args.resume:
+        print("the last batch in this folder was interrupted; resuming it (its finished "
+              "submissions are kept)", file=sys.stderr)
+    batch = grade(course, args.submitted, out, args.jobs, force=args.force)
+    if not batch.interrupted:
+        print(reports.table(batch.records))
+        print()
+    code = _finish(batch, out, f"course grade {args.submitted} --out {args.out} --resume")
+    if not batch.interrupted:
+        print("\n" + _where(out))
+    return code
+
+
+def cmd_regrade(course, args):
+    """Grade again what a changed suite or grader affects; print old and new scores."""
+    from autograder import grading, reports
+    out = os.path.abspath(args.dir)
+    journal = grading.read_journal(out)
+    submitted = args.submitted or journal.get("submitted") or os.path.join(out, "submitted")
+    if not grading.load_results(out):
+        print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
+        return 2
+    batch = grade(course, submitted, out, args.jobs, force=args.force)
+    print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
+    print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
+    return _finish(batch, out, f"course regrade {args.dir}")
+
+
+def cmd_export(course, args):
+    """Write every export again from the results and the gradebook (after formgrader)."""
+    from autograder import grading
+    out = os.path.abspath(args.dir)
+    records = grading.load_results(out)
+    if not records:
+        print(f"error: {out} holds no results (run `course grade` first)", file=sys.stderr)
+        return 2
+    write_exports(course, out, records)
+    print(_where(out))
+    return 0
+
+
+def cmd_exchange(course, args):
+    from autograder import nbgrader_bridge
+    out = os.path.abspath(args.dir)
+    nbgrader_bridge.write_course_folder(course, out)
+    if args.setup:
+        made = nbgrader_bridge.setup_exchange(course, out, args.root)
+        for path, mode in made.items():
+            print(f"{oct(mode)[2:]:>5}  {path}")
+    problems = nbgrader_bridge.check_exchange(course, out, args.root)
+    for line in problems:
+        print(f"problem: {line}", file=sys.stderr)
+    if not problems:
+        root = os.path.abspath(args.root or nbgrader_bridge.exchange_root(course, out))
+        print(f"exchange ready: {root} (students: --Exchange.root={root} "
+              f"--course={course.course_id})")
+    return 1 if problems else 0
 
 
 def cmd_check(course, args):
@@ -130,6 +213,22 @@ def main(argv=None):
     g.add_argument("submitted", help="folder laid out as <student>/<assignment>/<notebook>.ipynb")
     g.add_argument("--out", default=".", help="where results, grades.csv, feedback and the gradebook go")
     g.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted batch: keep every result that is still valid")
+    g.add_argument("--force", action="store_true",
+                   help="grade every submission again, even unchanged ones")
+    r = sub.add_parser("regrade", help="grade again after a suite or grader change; print old and new scores")
+    r.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
+    r.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
+    r.add_argument("--jobs", type=int, default=None)
+    r.add_argument("--force", action="store_true", help="grade every submission again")
+    r.add_argument("--all", action="store_true", help="print unchanged scores too")
+    e = sub.add_parser("export", help="write grades.csv, totals.csv, Gradescope results and feedback again")
+    e.add_argument("dir", nargs="?", default=".")
+    x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
+    x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
+    x.add_argument("--setup", action="store_true", help="create it with the right permissions")
+    x.add_argument("--root", default=None, help="where (default: <dir>/exchange, nbgrader's Exchange.root)")
     c = sub.add_parser("check", help="run the public checks on a notebook")
     c.add_argument("notebook")
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
@@ -138,7 +237,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         course = config.load(args.config)
-        return {"release": cmd_release, "grade": cmd_grade, "check": cmd_check,
+        return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
+                "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
                 "demo": cmd_demo}[args.command](course, args)
     except config.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -210,3 +210,102 @@ def stage(submitted, out, student, assignment, notebook, replacement=None):
         shutil.copy(replacement, os.path.join(dest, notebook))
     else:
         shutil.copy(os.path.join(src, notebook), os.path.join(dest, notebook))
+
+
+# --- reading the gradebook back: the totals include the answers graded in formgrader ---------
+
+def gradebook_scores(course, out):
+    """Everything nbgrader's gradebook holds for each submission, hand-graded answers included.
+
+    Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
+    "written": {grade id: {"score", "max_score", "graded"}}}}``; ``score`` is what
+    ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty).
+    """
+    from nbgrader.api import Gradebook, MissingEntry
+    cfg = settings(course, out)
+    found = {}
+    with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
+        for assignment in course.assignments:
+            try:
+                gb.find_assignment(assignment.id)
+            except MissingEntry:
+                continue
+            notebook = os.path.splitext(assignment.notebook)[0]
+            for sub in gb.assignment_submissions(assignment.id):
+                written = {}
+                for cell, points in assignment.written.items():
+                    try:
+                        grade = gb.find_grade(cell, notebook, assignment.id, sub.student_id)
+                    except MissingEntry:
+                        written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
+                        continue
+                    graded = grade.manual_score is not None or not grade.needs_manual_grade
+                    written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
+                                     "graded": bool(graded)}
+                found[sub.student_id, assignment.id] = {
+                    "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
+                    "penalty": float(sub.late_submission_penalty or 0.0),
+                    "needs_manual_grade": bool(sub.needs_manual_grade), "written": written}
+    return found
+
+
+def set_manual_grade(course, out, student, assignment_id, cell, score, comment=None):
+    """Enter a hand grade as formgrader does (its API sets ``manual_score`` on the grade)."""
+    from nbgrader.api import Gradebook
+    assignment = course.assignment(assignment_id)
+    notebook = os.path.splitext(assignment.notebook)[0]
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        grade = gb.find_grade(cell, notebook, assignment_id, student)
+        grade.manual_score = float(score)
+        if comment is not None:
+            gb.find_comment(cell, notebook, assignment_id, student).manual_comment = comment
+        gb.db.commit()
+
+
+# --- the exchange: release, fetch, submit, collect, release_feedback ---------------------------
+
+def exchange_root(course, out=None):
+    return settings(course, out).Exchange.root
+
+
+def setup_exchange(course, out=None, root=None):
+    """Create nbgrader's exchange for this course with the permissions nbgrader expects.
+
+    ``<root>`` is world-writable with the sticky bit off, as nbgrader's
+    release checks; ``<root>/<course>/inbound`` is ``2733``: every student can
+    drop a submission in, nobody but the instructor can list or read what the
+    others handed in; ``outbound`` (releases) is ``755``; ``feedback`` is
+    ``711`` (a student reaches only the folder named by their own hash).
+    Returns {path: mode} of what it made.
+    """
+    root = os.path.abspath(root or exchange_root(course, out))
+    course_dir = os.path.join(root, course.course_id)
+    modes = {root: 0o777, course_dir: 0o755, os.path.join(course_dir, "outbound"): 0o755,
+             os.path.join(course_dir, "inbound"): 0o2733, os.path.join(course_dir, "feedback"): 0o711}
+    for path, mode in modes.items():
+        os.makedirs(path, exist_ok=True)
+        os.chmod(path, mode)
+    return modes
+
+
+def check_exchange(course, out=None, root=None):
+    """Problems with an exchange's permissions, as lines (empty when it is right)."""
+    import stat
+    root = os.path.abspath(root or exchange_root(course, out))
+    problems = []
+    inbound = os.path.join(root, course.course_id, "inbound")
+    if not os.path.isdir(inbound):
+        return [f"{inbound}: missing (run `course exchange --setup`)"]
+    mode = stat.S_IMODE(os.stat(inbound).st_mode)
+    if mode & stat.S_IROTH or mode & stat.S_IRGRP:
+        problems.append(f"{inbound}: mode {oct(mode)} lets students list each other's submissions")
+    if not mode & stat.S_IWOTH:
+        problems.append(f"{inbound}: mode {oct(mode)} does not let students submit")
+    return problems
+
+
+def generate_feedback(course, assignment, out, student_id="*"):
+    """nbgrader generate_feedback: feedback/<student>/<assignment>/<notebook>.html, from the
+    autograded notebooks (whose test cells hold the suites' summaries, never hidden source)."""
+    from nbgrader.converters import GenerateFeedback
+    return _run(GenerateFeedback, settings(course, out), assignment.id, student_id, force=True)
