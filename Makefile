@@ -23,5 +23,11 @@ test: $(STAMP)
 release: $(STAMP)
 	$(BIN)/course release
 
+# Seconds per submission of `course grade --jobs 1` and `--jobs N` against plain
+# `nbgrader autograde` on the same synthetic cohort, and the self-check's wall time.
+bench: $(STAMP)
+	$(BIN)/python bench/grading.py
+
 clean:
-	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db grades.csv
+	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db grades.csv \
+	  totals.csv gradescope nbgrader-grades.csv

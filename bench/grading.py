@@ -1,0 +1,216 @@
+"""How fast a whole course grades, against plain nbgrader measured in the same run.
+
+Builds a synthetic cohort (at least 60 submissions over every assignment in
+course.yaml: the reference, the untouched stub, every mistake and every
+alternative correct solution of tests/mutants/, round-robin) and times, one
+after the other on the same machine:
+
+  baseline     plain `nbgrader autograde <assignment>` over the same notebooks, one
+               process per assignment, every notebook executed in a kernel (its fastest
+               mode: no per-student processes; `run_*` experiment cells tagged
+               skip-execution so kernels do not train models);
+  --jobs 1     `course grade` with one worker (hidden and public suites, every part in
+               a fresh isolated student process, gradebook, exports, feedback);
+  --jobs N     the same with N workers (default: the machine's cores);
+  self-check   `pytest` in a released assignment folder holding the solved notebook,
+               as a student runs it: median wall time of several runs.
+
+It prints seconds per submission and each one's ratio to the baseline. The
+machine is shared and noisy: read the ratios, not the absolute seconds.
+
+    python bench/grading.py [--students N] [--jobs N] [--selfcheck-runs N] [--keep DIR]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from autograder import cohort, config  # noqa: E402
+from selfcheck.program import grade_id  # noqa: E402
+
+BIN = os.path.dirname(sys.executable)
+
+
+def variants(course, assignment):
+    """(label, notebook) for the reference, the stub, every mistake and every correct variant."""
+    found = [("reference", cohort.solved(course, assignment)), ("stub", cohort.stub(course, assignment))]
+    for part in assignment.parts:
+        mistakes, correct = cohort.catalogue(course, part.id)
+        for name, entry in mistakes.items():
+            found.append((f"mistake:{name}", cohort.solved(course, assignment, entry["cells"])))
+        for name, cells in correct.items():
+            found.append((f"correct:{part.id}:{name}", cohort.solved(course, assignment, cells)))
+    return found
+
+
+def build_cohort(course, folder, minimum):
+    """``folder/<student>/<assignment>/<notebook>``; returns {(student, assignment): label}."""
+    per_student = len(course.assignments)
+    students = -(-minimum // per_student)
+    made = {}
+    for assignment in course.assignments:
+        options = variants(course, assignment)
+        for i in range(students):
+            label, nb = options[i % len(options)]
+            student = f"s{i:03d}"
+            cohort.write(nb, folder, student, assignment)
+            made[student, assignment.id] = label
+    return made
+
+
+def run(cmd, cwd, env=None):
+    started = time.monotonic()
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    if proc.returncode != 0:
+        sys.stderr.write(f"$ {' '.join(cmd)}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}\n")
+    return seconds, proc
+
+
+def _env():
+    env = dict(os.environ)
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    env.setdefault("MPLBACKEND", "Agg")
+    return env
+
+
+def baseline(course, submitted, work):
+    """Plain nbgrader: generate, then autograde each assignment in one process, kernels executing."""
+    folder = os.path.join(work, "nbgrader-baseline")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "nbgrader_config.py"), "w") as fh:
+        fh.write(f"c = get_config()  # noqa: F821\n"
+                 f"c.CourseDirectory.root = {folder!r}\n"
+                 f"c.CourseDirectory.course_id = {course.course_id!r}\n"
+                 f"c.CourseDirectory.source_directory = {os.path.join(ROOT, 'solutions')!r}\n"
+                 f"c.CourseDirectory.release_directory = {os.path.join(folder, 'release')!r}\n"
+                 f"c.Execute.timeout = {int(max(course.time_per_test, 1))}\n")
+    shutil.copytree(submitted, os.path.join(folder, "submitted"))
+    for path in _notebooks(os.path.join(folder, "submitted")):
+        with open(path) as fh:
+            nb = json.load(fh)
+        for cell in nb["cells"]:
+            if (grade_id(cell) or "").startswith("run_"):
+                tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+                if "skip-execution" not in tags:
+                    tags.append("skip-execution")
+        with open(path, "w") as fh:
+            json.dump(nb, fh)
+    env = _env()
+    for assignment in course.assignments:
+        _, proc = run([os.path.join(BIN, "nbgrader"), "generate_assignment", assignment.id, "--force"],
+                      folder, env)
+        if proc.returncode != 0:
+            raise SystemExit("nbgrader generate_assignment failed for the baseline")
+    seconds = 0.0
+    for assignment in course.assignments:
+        took, _ = run([os.path.join(BIN, "nbgrader"), "autograde", assignment.id, "--force"], folder, env)
+        seconds += took      # nbgrader exits 1 when any notebook errors: stubs do; time counts anyway
+    graded = len(_notebooks(os.path.join(folder, "autograded")))
+    return seconds, graded
+
+
+def _notebooks(folder):
+    return [os.path.join(d, f) for d, _, files in os.walk(folder) for f in files if f.endswith(".ipynb")
+            and ".ipynb_checkpoints" not in d]
+
+
+def ours(submitted, work, jobs):
+    out = os.path.join(work, f"course-jobs{jobs}")
+    took, proc = run([os.path.join(BIN, "course"), "grade", submitted, "--out", out, "--jobs", str(jobs)],
+                     ROOT, _env())
+    if proc.returncode != 0:
+        raise SystemExit(f"course grade --jobs {jobs} failed")
+    import glob
+    graded = len(glob.glob(os.path.join(out, "results", "*", "*.json")))
+    in_gradebook = len(_notebooks(os.path.join(out, "autograded")))
+    if in_gradebook != graded:
+        print(f"  note: nbgrader recorded {in_gradebook} of the {graded} results (see its message above)")
+    return took, graded
+
+
+def selfcheck(course, work, runs):
+    """Median wall seconds of `pytest` in each released folder holding the solved notebook."""
+    found = {}
+    for assignment in course.assignments:
+        folder = os.path.join(work, "student", assignment.id)
+        shutil.copytree(course.release(assignment), folder, ignore=shutil.ignore_patterns("__pycache__"))
+        path = cohort.write(cohort.solved(course, assignment), os.path.join(work, "student-tmp"), "me",
+                            assignment)
+        shutil.copy(path, os.path.join(folder, assignment.notebook))
+        times = []
+        for _ in range(runs):
+            took, proc = run([sys.executable, "-m", "pytest", "-q"], folder, _env())
+            if proc.returncode != 0:
+                raise SystemExit(f"the self-check failed on the solved {assignment.id}")
+            times.append(took)
+        found[assignment.id] = statistics.median(times)
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--students", type=int, default=60, help="at least this many submissions")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
+    parser.add_argument("--selfcheck-runs", type=int, default=5)
+    parser.add_argument("--keep", default=None, help="keep the working folders here")
+    args = parser.parse_args(argv)
+    course = config.load()
+    work = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="bench-grading-")
+    os.makedirs(work, exist_ok=True)
+    submitted = os.path.join(work, "submitted")
+    if os.path.exists(submitted):
+        shutil.rmtree(submitted)
+    made = build_cohort(course, submitted, args.students)
+    kinds = {}
+    for label in made.values():
+        kind = label.split(":")[0]
+        kinds[kind] = kinds.get(kind, 0) + 1
+    n = len(made)
+    print(f"cohort: {n} submissions over {len(course.assignments)} assignment(s) "
+          f"({', '.join(a.id for a in course.assignments)}); "
+          + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())), flush=True)
+    print(f"machine: {os.cpu_count()} cores; working folder {work}", flush=True)
+
+    print("timing plain nbgrader autograde (baseline) ...", flush=True)
+    base, base_graded = baseline(course, submitted, work)
+    print(f"timing course grade --jobs 1 ...", flush=True)
+    one, one_graded = ours(submitted, work, 1)
+    print(f"timing course grade --jobs {args.jobs} ...", flush=True)
+    many, many_graded = ours(submitted, work, args.jobs)
+    print("timing the self-check ...", flush=True)
+    checks = selfcheck(course, work, args.selfcheck_runs)
+
+    rows = [("nbgrader autograde, 1 process (baseline)", base, base_graded),
+            ("course grade --jobs 1", one, one_graded),
+            (f"course grade --jobs {args.jobs}", many, many_graded)]
+    print()
+    print(f"{'':<42} {'wall s':>8} {'s/submission':>13} {'vs baseline':>12} {'notebooks':>10}")
+    for label, seconds, graded in rows:
+        print(f"{label:<42} {seconds:>8.1f} {seconds / n:>13.3f} {seconds / base:>11.2f}x {graded:>10}")
+    print(f"{'speed-up of --jobs ' + str(args.jobs) + ' over --jobs 1':<42} {'':>8} {'':>13} "
+          f"{one / many:>11.2f}x")
+    print()
+    for aid, seconds in checks.items():
+        verdict = "under" if seconds < 2.0 else "OVER"
+        print(f"self-check (pytest in released {aid}/, solved): median {seconds:.2f} s over "
+              f"{args.selfcheck_runs} runs ({verdict} the 2 s target)")
+    target = "meets" if many <= base else "misses"
+    print(f"\nwith {args.jobs} workers, course grade takes {many / base:.2f}x the baseline's time "
+          f"({target} the target of at most 1x) while running the hidden suites in isolated processes")
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
