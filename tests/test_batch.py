@@ -1,0 +1,376 @@
+"""The instructor's night: incremental and resumable batches, progress, regrades with a diff,
+exports that agree with nbgrader (hand grades included), feedback a browser has rendered.
+
+Everything runs the real `course` command and real nbgrader on small cohorts.
+"""
+
+import csv
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder import cli, cohort, grading, nbgrader_bridge, reports
+from autograder import release as release_module
+from autograder.progress import Progress
+
+BIN = os.path.dirname(sys.executable)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARTIFACTS = os.path.join(ROOT, "artifacts")
+
+
+def _env():
+    return dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), MPLBACKEND="Agg")
+
+
+def _csv(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture
+def graded_copy(graded_demo, tmp_path):
+    """A private copy of the graded demo folder (its gradebook included), free to change."""
+    folder, records, students = graded_demo
+    dest = tmp_path / "course"
+    shutil.copytree(folder, dest)
+    return dest, records, students
+
+
+def _small_cohort(course, folder, mistakes=1):
+    """reference, untouched stub and the first ``mistakes`` mistakes of the first assignment."""
+    made = []
+    for assignment in course.assignments[:1]:
+        cohort.write(cohort.solved(course, assignment), str(folder), "reference", assignment)
+        cohort.write(cohort.stub(course, assignment), str(folder), "stub", assignment)
+        made += [("reference", assignment.id), ("stub", assignment.id)]
+        left = mistakes
+        for part in assignment.parts:
+            for name, entry in cohort.catalogue(course, part.id)[0].items():
+                if left:
+                    cohort.write(cohort.solved(course, assignment, entry["cells"]), str(folder), name,
+                                 assignment)
+                    made.append((name, assignment.id))
+                    left -= 1
+    return made
+
+
+# --- 1. incremental, forced, resumed -------------------------------------------------------------
+
+def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(course, graded_copy):
+    folder, records, _ = graded_copy
+    submitted = folder / "submitted"
+    again = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    assert again.graded == [] and len(again.skipped) == len(records)
+    assert {(r["student"], r["assignment"]) for r in again} == {(r["student"], r["assignment"]) for r in records}
+
+    # one student hands in a different notebook: only that one is graded, the old result is kept
+    assignment = course.assignments[0]
+    first_part = assignment.parts[0]
+    mistake = next(iter(cohort.catalogue(course, first_part.id)[0].values()))
+    cohort.write(cohort.solved(course, assignment, mistake["cells"]), str(submitted), "reference", assignment)
+    changed = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    assert [(r["student"], r["assignment"]) for r in changed.graded] == [("reference", assignment.id)]
+    old = grading.history(str(folder), "reference", assignment.id)
+    assert len(old) == 1 and old[0]["sha256"] != changed.graded[0]["sha256"]
+    assert sum(p["score"] for p in old[0]["parts"]) == sum(p.points for p in assignment.parts)
+    assert grading.stale(course, changed.graded[0], str(submitted / "reference" / assignment.id
+                                                        / assignment.notebook)) is None
+
+    # --force grades even an unchanged submission
+    subs = [s for s in grading.find_submissions(course, str(submitted)) if s[0] == "untouched-stub"]
+    forced = grading.grade_all(course, subs, str(folder), jobs=1, force=True)
+    assert len(forced.graded) == len(subs) and forced.skipped == []
+
+
+def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
+    submitted = tmp_path / "submitted"
+    made = _small_cohort(course, submitted, mistakes=2)
+    out = tmp_path / "out"
+    cmd = [os.path.join(BIN, "course"), "grade", str(submitted), "--out", str(out), "--jobs", "1"]
+    proc = subprocess.Popen(cmd, cwd=str(tmp_path), env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((out / "results").glob("*/*.json"))) < 2:
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    done_before = {p: p.stat().st_mtime_ns for p in (out / "results").glob("*/*.json")}
+    assert proc.returncode == 130, stderr[-2000:]
+    assert "interrupted" in stderr and "--resume" in stderr
+    assert 2 <= len(done_before) < len(made)
+    assert not grading.read_journal(str(out))["finished"]
+    # plain lines, not a bar, when stderr is not a terminal
+    assert "\r" not in stderr and f"/{len(made)}" in stderr
+
+    err = io.StringIO()
+    batch = cli.grade(course, str(submitted), str(out), jobs=2, stream=err)
+    assert len(batch.skipped) == len(done_before)
+    assert len(batch.graded) == len(made) - len(done_before)
+    assert grading.read_journal(str(out))["finished"]
+    for path, mtime in done_before.items():
+        assert path.stat().st_mtime_ns == mtime, f"{path} was graded twice"
+    assert "unchanged since they were graded" in err.getvalue()
+    assert len(_csv(out / "grades.csv")) == sum(len(course.assignment(a).parts) for _, a in made)
+
+
+# --- 2. progress and summary ------------------------------------------------------------------------
+
+def _record(student, score, top=4, problem=None):
+    return {"student": student, "assignment": "attention", "problem": problem,
+            "parts": [{"part": "softmax", "score": score, "max_score": top, "status": "partial",
+                       "reason": "", "checks": []}]}
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
+    now = [0.0]
+    tty = io.StringIO()
+    bar = Progress(tty, tty=True, clock=lambda: now[0])
+    bar.start(4, skipped=1)
+    for i in range(2):
+        now[0] += 30
+        bar.update(_record(f"s{i}", 4))
+    text = tty.getvalue()
+    assert "\r" in text and "grading [############............]" in text
+    assert "2/4" in text and "2.0/min" in text and "left 1:00" in text
+    bar.finish()
+    assert tty.getvalue().endswith("\n")
+
+    plain = io.StringIO()
+    lines = Progress(plain, tty=False, clock=lambda: now[0])
+    lines.start(2)
+    lines.update(_record("a", 1))
+    assert "\r" not in plain.getvalue()
+    assert plain.getvalue().splitlines()[-1].startswith("[1/2")
+
+
+def test_summary_counts_failures_with_reasons_and_the_score_distribution():
+    batch = grading.Batch()
+    batch.records = [_record("a", 4), _record("b", 1), _record("c", 0, problem="your notebook could not be read: x")]
+    batch.graded = list(batch.records)
+    text = reports.summary(batch)
+    assert "graded now: 3" in text and "could not be graded: 1" in text
+    assert "c/attention: your notebook could not be read: x" in text
+    row = next(line for line in text.splitlines() if "attention/softmax" in line)
+    assert row.split()[1:] == ["3", "1.67", "1.00", "4", "1", "1", "0", "1"]
+
+
+# --- 3. regrade after a test fix ---------------------------------------------------------------------
+
+def _course_copy(course, dest):
+    """A copy of the course (course.yaml and everything it points to) to change a suite in."""
+    from autograder import config
+    for name in ("course.yaml", "solutions", "assignments", "data", os.path.join("tests", "hidden"),
+                 os.path.join("tests", "mutants")):
+        src = os.path.join(course.root, name)
+        if os.path.isdir(src):
+            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+        elif os.path.exists(src):
+            os.makedirs((dest / name).parent, exist_ok=True)
+            shutil.copy(src, dest / name)
+    return config.load(str(dest / "course.yaml"))
+
+
+def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course, tmp_path, capsys):
+    copy = _course_copy(course, tmp_path / "course")
+    assignment = copy.assignments[0]
+    part = assignment.parts[0]
+    submitted = tmp_path / "submitted"
+    cohort.write(cohort.solved(copy, assignment), str(submitted), "ann", assignment)
+    out = tmp_path / "out"
+    first = cli.grade(copy, str(submitted), str(out), jobs=1, quiet=True)
+    assert sum(p["score"] for p in first.graded[0]["parts"]) == sum(p.points for p in assignment.parts)
+
+    # a TA "fixes" the hidden suite: a new check nobody passes
+    with open(tmp_path / "course" / part.hidden, "a") as fh:
+        fh.write("\n\ndef test_added_after_collection(student, reference):\n"
+                 '    """a check added after collection"""\n'
+                 "    assert False, 'added after collection'\n")
+    config_path = str(tmp_path / "course" / "course.yaml")
+    assert cli.main(["--config", config_path, "regrade", str(out)]) == 0
+    text = capsys.readouterr().out
+    line = next(l for l in text.splitlines() if l.startswith("ann") and f"/{part.id}" in l)
+    old, new = line.split()[2:4]
+    assert float(old) == part.points and float(new) < part.points
+    assert "1 of" in text and "part scores changed" in text
+
+    history = grading.history(str(out), "ann", assignment.id)
+    assert len(history) == 1
+    assert history[0]["suites"][part.id] != grading.read_result(str(out), "ann", assignment.id)["suites"][part.id]
+    assert sum(p["score"] for p in history[0]["parts"]) == sum(p.points for p in assignment.parts)
+    names = os.listdir(out / "results" / "ann" / "history")
+    assert names == [f"{assignment.id}.{grading._versions_key(history[0])}.json"]
+
+
+# --- 4. exports ----------------------------------------------------------------------------------------
+
+def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, graded_copy):
+    from nbgrader.api import Gradebook
+    folder, records, _ = graded_copy
+    assignment = next(a for a in course.assignments if a.written)
+    cell, points = next(iter(assignment.written.items()))
+    notebook = os.path.splitext(assignment.notebook)[0]
+    # a TA grades the written answer in formgrader: formgrader sets the grade's manual_score
+    db = nbgrader_bridge.settings(course, str(folder)).CourseDirectory.db_url
+    with Gradebook(db, course.course_id) as gb:
+        grade = gb.find_grade(cell, notebook, assignment.id, "reference")
+        assert grade.needs_manual_grade
+        grade.manual_score = points
+        gb.db.commit()
+    assert cli.main(["export", str(folder)]) == 0
+
+    exported = str(folder / "export.csv")
+    subprocess.run([os.path.join(BIN, "nbgrader"), "export", "--to", exported], cwd=folder, env=_env(),
+                   check=True, capture_output=True)
+    nbgrader_scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in _csv(exported)}
+
+    auto = {}
+    for row in _csv(folder / "grades.csv"):
+        key = (row["student"], row["assignment"])
+        auto[key] = auto.get(key, 0.0) + float(row["score"])
+    manual = {("reference", assignment.id): float(points)}
+    assert auto.keys() <= nbgrader_scores.keys()     # nbgrader also lists assignments not handed in, at 0
+    for key, score in nbgrader_scores.items():
+        assert score == pytest.approx(auto.get(key, 0.0) + manual.get(key, 0.0), abs=1e-6), key
+
+    totals = _csv(folder / "totals.csv")
+    assert list(totals[0].keys()) == ["student_id", "total", "max_total"] + [a.id for a in course.assignments]
+    for row in totals:
+        per = [float(row[a.id]) for a in course.assignments]
+        assert float(row["total"]) == pytest.approx(sum(per), abs=1e-6)
+        for a in course.assignments:
+            assert float(row[a.id]) == pytest.approx(nbgrader_scores.get((row["student_id"], a.id), 0.0),
+                                                     abs=1e-3)
+    ref = next(r for r in totals if r["student_id"] == "reference")
+    assert float(ref[assignment.id]) == sum(p.points for p in assignment.parts) + points
+
+    for (student, aid) in auto:
+        score = nbgrader_scores[student, aid]
+        with open(folder / "gradescope" / student / aid / "results.json") as fh:
+            result = json.load(fh)
+        assert result["score"] == pytest.approx(score, abs=1e-3)
+        assert sum(t["score"] for t in result["tests"]) == pytest.approx(result["score"], abs=1e-3)
+        for test in result["tests"]:
+            assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
+            assert test["status"] in ("passed", "failed") and test["visibility"] == "visible"
+    page = (folder / "reports" / "reference" / f"{assignment.id}.html").read_text()
+    assert f"graded by hand: {points:g} / {sum(assignment.written.values()):g}" in page
+
+
+# --- 5. feedback in a real browser --------------------------------------------------------------------
+
+def _chromium():
+    for name in ("chromium", "chromium-browser"):
+        if shutil.which(name):
+            return shutil.which(name)
+    if os.geteuid() == 0 and shutil.which("apt-get"):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        install = ["apt-get", "install", "-y", "-qq", "chromium"]
+        if subprocess.run(install, env=env, capture_output=True).returncode != 0:
+            subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True)
+            subprocess.run(install, env=env, capture_output=True)
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def test_feedback_page_renders_in_headless_chromium(course, graded_demo, tmp_path):
+    folder, records, _ = graded_demo
+    browser = _chromium()
+    if not browser:
+        pytest.skip("Chromium is not installed and could not be installed here")
+    record = min((r for r in records if not r.get("problem")),
+                 key=lambda r: (sum(p["score"] == p["max_score"] for p in r["parts"]),
+                                -sum(len(p["checks"]) for p in r["parts"])))
+    page = folder / "reports" / record["student"] / f"{record['assignment']}.html"
+    text = page.read_text()
+    assert "<script" not in text and "<link" not in text and "http://" not in text and "https://" not in text
+    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(base + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    total = sum(p["score"] for p in record["parts"])
+    possible = sum(p["max_score"] for p in record["parts"])
+    assert f'id="total">{total:g} <small>/ {possible:g} autograded' in dom.stdout
+    for part in record["parts"]:
+        assert f"{part['score']:g} / {part['max_score']:g}" in dom.stdout
+    assert "What came back" in dom.stdout and "Reproduce it" in dom.stdout
+
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shot = os.path.join(ARTIFACTS, "feedback.png")
+    if os.path.exists(shot):
+        os.remove(shot)
+    done = subprocess.run(base + ["--window-size=1000,1400", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(shot, "rb") as fh:
+        head = fh.read(8)
+    assert head == b"\x89PNG\r\n\x1a\n" and os.path.getsize(shot) > 20_000
+
+
+# --- 6. nbgrader's own workflow: release, fetch, submit, collect, grade, feedback ----------------------
+
+def _nbgrader(*args, cwd, env=None):
+    proc = subprocess.run([os.path.join(BIN, "nbgrader"), *args], cwd=cwd, env=env or _env(),
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, f"nbgrader {' '.join(args)}\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def test_release_fetch_submit_collect_grade_and_feedback_with_nbgrader(course, tmp_path):
+    import stat
+    assignment = course.assignments[0]
+    home = tmp_path / "instructor"
+    assert cli.main(["exchange", "--setup", str(home)]) == 0
+    root = nbgrader_bridge.exchange_root(course, str(home))
+    inbound = os.path.join(root, course.course_id, "inbound")
+    mode = stat.S_IMODE(os.stat(inbound).st_mode)
+    assert mode & 0o222 == 0o222 and mode & 0o044 == 0, oct(mode)      # students drop, nobody lists
+    assert nbgrader_bridge.check_exchange(course, str(home)) == []
+
+    # nbgrader's own generate_assignment, into a release folder of this term
+    release = str(tmp_path / "release")
+    flags = [f"--CourseDirectory.release_directory={release}"]
+    _nbgrader("generate_assignment", assignment.id, "--force", *flags, cwd=home)
+    assert os.path.exists(os.path.join(release, assignment.id, assignment.notebook))
+    _nbgrader("release_assignment", assignment.id, *flags, cwd=home)
+
+    students = {"alice": cohort.solved(course, assignment)}
+    part = assignment.parts[0]
+    mistake = next(e for e in cohort.catalogue(course, part.id)[0].values() if e.get("demo"))
+    students["bob"] = cohort.solved(course, assignment, mistake["cells"])
+    common = [f"--Exchange.root={root}", f"--course={course.course_id}"]
+    for student, nb in students.items():
+        desk = tmp_path / student
+        desk.mkdir()
+        env = dict(_env(), JUPYTER_DATA_DIR=str(desk / ".data"))
+        _nbgrader("fetch_assignment", assignment.id, *common, cwd=desk, env=env)
+        with open(desk / assignment.id / assignment.notebook, "w") as fh:
+            json.dump(nb, fh)
+        _nbgrader("submit", assignment.id, *common, f"--student={student}", cwd=desk, env=env)
+    _nbgrader("collect", assignment.id, cwd=home)
+    for student in students:
+        assert (home / "submitted" / student / assignment.id / assignment.notebook).exists()
+
+    assert cli.main(["grade", str(home / "submitted"), "--out", str(home)]) == 0
+    rows = _csv(home / "grades.csv")
+    full = sum(p.points for p in assignment.parts)
+    score = {s: sum(float(r["score"]) for r in rows if r["student"] == s) for s in students}
+    assert score["alice"] == full and score["bob"] < full
+
+    _nbgrader("generate_feedback", assignment.id, "--force", cwd=home)
+    page = home / "feedback" / "bob" / assignment.id / assignment.notebook.replace(".ipynb", ".html")
+    text = page.read_text()
+    assert f"{part.id}:" in text and "hidden" in text
+    for line in release_module._hidden_lines(course):
+        assert line not in text
+    _nbgrader("release_feedback", assignment.id, cwd=home)
+    desk = tmp_path / "bob"
+    env = dict(_env(), JUPYTER_DATA_DIR=str(desk / ".data"))
+    _nbgrader("fetch_feedback", assignment.id, *common, "--student=bob", cwd=desk, env=env)
+    assert list((desk / assignment.id / "feedback").rglob("*.html"))
