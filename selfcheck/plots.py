@@ -78,7 +78,8 @@ def attention_heatmap(weights, tokens=None, ax=None, title=None, *, sums=True, d
     if len(tokens) < max(rows, cols):
         raise ValueError(f"{len(tokens)} tokens for a {rows} x {cols} grid of weights")
     plt = _pyplot()
-    ax = _axes(ax, (1.2 * cols + 2.2, 1.0 * rows + 1.4))
+    own_figure = ax is None
+    ax = _axes(ax, (1.2 * cols + 2.6, 1.0 * rows + 1.6))
     blank = ~np.isfinite(w) | (w == 0)
     shown = np.ma.masked_array(np.where(blank, 0.0, w), mask=blank)
     cmap = plt.get_cmap("Blues").with_extremes(bad="white")
@@ -109,6 +110,8 @@ def attention_heatmap(weights, tokens=None, ax=None, title=None, *, sums=True, d
     if title:
         ax.set_title(title, pad=32)
     ax.figure.colorbar(image, ax=ax, fraction=0.04, pad=0.2 if sums else 0.03, label="weight")
+    if own_figure:
+        ax.figure.tight_layout()
     return ax
 
 
@@ -125,6 +128,7 @@ def entropy_curves(d_values, raw, scaled, ax=None, *, n_keys=8):
     if not (d.shape == raw.shape == scaled.shape and d.ndim == 1):
         raise ValueError(f"d_values, raw and scaled must be 1-D and the same length, "
                          f"got shapes {d.shape}, {raw.shape}, {scaled.shape}")
+    own_figure = ax is None
     ax = _axes(ax, (6.4, 4.0))
     top = math.log2(n_keys)
     ax.axhline(top, color="0.45", linestyle="--", linewidth=1)
@@ -148,4 +152,6 @@ def entropy_curves(d_values, raw, scaled, ax=None, *, n_keys=8):
     ax.set_ylabel("entropy of the weights (bits)")
     ax.set_title(f"Mean entropy over {n_keys} random keys")
     ax.legend(loc="center right", frameon=False)
+    if own_figure:
+        ax.figure.tight_layout()
     return ax

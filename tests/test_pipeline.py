@@ -88,6 +88,9 @@ def test_mistakes_are_named_in_the_reason(graded_demo):
     reasons = {r["student"]: r["reason"] for r in _grades(folder) if r["part"] == "softmax"}
     assert "subtracting the maximum" in reasons["softmax-no-max-shift"]
     assert "nats" in reasons["entropy-in-nats"]
+    mask_reasons = {r["student"]: r["reason"] for r in _grades(folder) if r["part"] == "causal_mask"}
+    assert "softmax ran before the mask" in mask_reasons["mask-after-softmax"]
+    assert "j <= i" in mask_reasons["mask-transposed"]
 
 
 def test_nbgrader_export_agrees_with_grades_csv(course, graded_demo):

@@ -1,0 +1,380 @@
+"""Hidden suite, part 2 (causal_mask, masked_softmax, softmax_then_mask, scale_experiment).
+
+The chapter's "the dog barked loudly" tables, and inputs nobody can predict:
+random sizes, batches of shape (..., n, n), masks that are not causal. Expected
+values for the chapter's examples are printed in failures (they are in the
+chapter); expected values for random inputs never are.
+
+The scale experiment draws random numbers, so its checks test the shape of the
+result against the chapter with stated tolerances, each at least five standard
+deviations of the trial-to-trial spread wide (measured over 3,000 seeds), so a
+correct implementation with any order of draws passes.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from autograder.chapter import get
+from selfcheck.checks import CheckFailed, as_array, close, equal, fmt, that, unchanged, weight
+from selfcheck.student import StudentError
+
+MASK = get("attention.mask")
+SCALE = get("attention.scale")
+RNG = np.random.default_rng(20261204)
+COLUMNS = ("d_k", "sd", "entropy_raw", "entropy_scaled", "max_alpha_raw")
+SEEDS = [int(s) for s in np.random.default_rng(9061).integers(1, 10**6, size=6)]   # for the experiment
+
+
+def lower(n):
+    return np.tril(np.ones((n, n), dtype=bool))
+
+
+def softmax_rows(z):
+    z = np.asarray(z, dtype=float)
+    top = np.max(np.where(np.isneginf(z), -np.inf, z), axis=-1, keepdims=True)
+    e = np.exp(z - top)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def with_fill(z, mask, fill):
+    return softmax_rows(np.where(mask, z, fill))
+
+
+def mask_mistakes(z, mask):
+    """What the usual wrong versions of masked_softmax give for these inputs."""
+    m = np.broadcast_to(mask, np.shape(z))
+    return [
+        ("the softmax ran before the mask (softmax, then zero the blocked weights): rows no longer sum "
+         "to 1; set the blocked scores to -inf first, then take the softmax", softmax_rows(z) * m),
+        ("the blocked scores were set to 0 (or the scores were multiplied by the mask): e^0 = 1, so "
+         "blocked positions still get weight; set them to -inf", with_fill(z, m, 0.0)),
+        ("the blocked scores were set to -1, which still leaves them weight; use -inf (or a huge negative "
+         "number such as -1e9)", with_fill(z, m, -1.0)),
+        ("the mask was used the wrong way round: True marks what may be seen, so keep the scores where "
+         "the mask is True and block where it is False", with_fill(z, ~m, -np.inf)),
+        ("the mask was transposed (rows are queries, columns are keys)",
+         with_fill(z, np.swapaxes(m, -1, -2), -np.inf)),
+        ("the softmax ran over the wrong axis (it must normalise each row, the last axis)",
+         np.swapaxes(softmax_rows(np.swapaxes(np.where(m, z, -np.inf), -1, -2)), -1, -2)),
+        ("the mask argument was ignored (a causal mask was built inside the function)",
+         with_fill(z, lower(np.shape(z)[-1]), -np.inf)),
+    ]
+
+
+def causal_mistakes(n):
+    ones = np.ones((n, n), dtype=bool)
+    return [("the mask is transposed: it marks j >= i (np.triu); a position may see the past, j <= i",
+             np.triu(ones)),
+            ("the diagonal is missing: a position may attend to itself (j <= i, not j < i)",
+             np.tril(ones, k=-1)),
+            ("the mask marks the blocked positions; it should be True where attending is allowed",
+             np.triu(ones, k=1))]
+
+
+def call(student, name, *args, hint=None):
+    """Call into the student's code; an exception on a batch gets a hint about batches."""
+    try:
+        return getattr(student, name)(*args)
+    except StudentError as exc:
+        if hint is None or exc.kind != "error" or "not written yet" in exc.message:
+            raise
+        raise CheckFailed(f"{name} raised {exc.message}. Likely mistake: {hint}.") from None
+
+
+BATCH_HINT = ("the code assumes 2-D scores; let numpy broadcast the mask over the leading axes "
+              "(np.where(mask, scores, -np.inf) does) and take the softmax along the last axis")
+
+
+# ------------------------------------------------------------------ causal_mask
+
+def test_chapter_causal_mask(student):
+    """causal_mask(4) for 'the dog barked loudly'"""
+    equal(np.asarray(student.causal_mask(4)).astype(bool), np.array(MASK["mask_allowed"]),
+          "causal_mask(4)", source="chapter, step 4", mistakes=causal_mistakes(4))
+
+
+def test_causal_mask_is_boolean(student):
+    """causal_mask returns booleans (dtype bool), ready for np.where and ~"""
+    n = int(RNG.integers(5, 12))
+    got = np.asarray(student.causal_mask(n))
+    that(got.dtype == bool,
+         f"causal_mask({n}) should have dtype bool, got {got.dtype}. Likely mistake: "
+         "np.tril(np.ones((n, n))) holds floats; pass dtype=bool (with a float mask, ~mask and "
+         "boolean indexing do not do what they should)")
+
+
+def test_causal_mask_random_sizes(student):
+    """causal_mask for sizes 1, 2 and random larger ones"""
+    for n in (1, 2, int(RNG.integers(3, 10)), int(RNG.integers(20, 61))):
+        got = np.asarray(student.causal_mask(n))
+        that(got.shape == (n, n), f"causal_mask({n}) should have shape ({n}, {n}), got {got.shape}")
+        equal(got.astype(bool), lower(n), f"causal_mask({n})", reveal=False, mistakes=causal_mistakes(n))
+
+
+# --------------------------------------------------------------- masked_softmax
+
+@weight(2)
+def test_chapter_masked_softmax(student):
+    """masked_softmax of the chapter's 4 x 4 scores with the causal mask"""
+    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
+    got = close(student.masked_softmax(S, mask), MASK["masked_softmax"],
+                "masked_softmax of 'the dog barked loudly'", source="chapter, step 4",
+                mistakes=mask_mistakes(S, mask))
+    close(got.sum(axis=-1), MASK["row_sums"], "the row sums of the masked weights", source="chapter, step 4")
+
+
+def test_masked_softmax_random(student, reference):
+    """masked_softmax of random n x n scores with a causal mask"""
+    for n in (1, int(RNG.integers(3, 8)), int(RNG.integers(9, 17))):
+        z = RNG.normal(0, 2, size=(n, n))
+        mask = lower(n)
+        close(student.masked_softmax(z, mask), reference.masked_softmax(z, mask),
+              f"masked_softmax of random {n} x {n} scores", reveal=False, mistakes=mask_mistakes(z, mask))
+
+
+@weight(2)
+def test_masked_softmax_batches(student, reference):
+    """masked_softmax of batches (b, n, n) and (b, h, n, n) with one (n, n) causal mask"""
+    for shape in [(int(RNG.integers(2, 5)),), (int(RNG.integers(2, 4)), int(RNG.integers(2, 4)))]:
+        n = int(RNG.integers(3, 8))
+        z = RNG.normal(0, 2, size=shape + (n, n))
+        mask = lower(n)
+        got = call(student, "masked_softmax", z, mask, hint=BATCH_HINT)
+        arr = np.asarray(got, dtype=float)
+        mistakes = mask_mistakes(z, mask)
+        if arr.shape != z.shape:
+            mistakes = [("the answer lost the batch axes: it must have the shape of `scores`", arr)]
+        close(got, reference.masked_softmax(z, mask), f"masked_softmax of a batch of shape {z.shape}",
+              reveal=False, mistakes=mistakes)
+
+
+def test_masked_softmax_any_mask(student, reference):
+    """masked_softmax with a mask that is not causal (it uses the mask it is given)"""
+    n = int(RNG.integers(5, 9))
+    z = RNG.normal(0, 2, size=(n, n))
+    mask = RNG.random((n, n)) < 0.5
+    mask[np.arange(n), RNG.integers(0, n, size=n)] = True        # every row allows something
+    close(student.masked_softmax(z, mask), reference.masked_softmax(z, mask),
+          f"masked_softmax of {n} x {n} scores with a random (not causal) mask", reveal=False,
+          mistakes=mask_mistakes(z, mask))
+
+
+def test_masked_softmax_mask_per_item(student, reference):
+    """masked_softmax of a batch whose mask has the full shape (..., n, n): one mask per item"""
+    b, n = int(RNG.integers(2, 5)), int(RNG.integers(3, 7))
+    z = RNG.normal(0, 2, size=(b, n, n))
+    mask = RNG.random((b, n, n)) < 0.6
+    mask |= np.eye(n, dtype=bool)
+    got = call(student, "masked_softmax", z, mask, hint=BATCH_HINT)
+    close(got, reference.masked_softmax(z, mask), f"masked_softmax of shape {z.shape} with a mask of "
+          f"shape {mask.shape}", reveal=False, mistakes=mask_mistakes(z, mask))
+
+
+def test_masked_softmax_large_scores(student, reference):
+    """masked_softmax of scores near 1000 stays finite (the softmax subtracts the row maximum)"""
+    n = int(RNG.integers(4, 8))
+    z = 1000 + RNG.normal(0, 3, size=(n, n))
+    mask = lower(n)
+    close(student.masked_softmax(z, mask), reference.masked_softmax(z, mask),
+          "masked_softmax of scores near 1000", reveal=False, rtol=1e-3, atol=1e-6,
+          mistakes=[("exp of scores near 1000 overflows: subtract each row's maximum first (your softmax "
+                     "from Part 1 does)", np.full((n, n), np.nan))] + mask_mistakes(z, mask))
+
+
+def test_masked_softmax_float32(student, reference):
+    """masked_softmax accepts float32 scores"""
+    n = int(RNG.integers(3, 7))
+    z = RNG.normal(0, 2, size=(2, n, n)).astype(np.float32)
+    mask = lower(n)
+    close(call(student, "masked_softmax", z, mask, hint=BATCH_HINT), reference.masked_softmax(z, mask),
+          "masked_softmax of float32 scores", reveal=False, rtol=1e-4, atol=1e-6,
+          mistakes=mask_mistakes(z.astype(float), mask))
+
+
+def test_masked_softmax_leaves_input_alone(student):
+    """masked_softmax changes neither the scores nor the mask it is given"""
+    n = int(RNG.integers(4, 8))
+    unchanged(student, "masked_softmax", RNG.normal(size=(n, n)), lower(n), what="masked_softmax")
+
+
+# ----------------------------------------------------------- softmax_then_mask
+
+def wrong_order_mistakes(z, mask):
+    right = with_fill(z, mask, -np.inf)
+    full = softmax_rows(z)
+    return [("that is the right order (mask, then softmax), whose rows all sum to 1; this function "
+             "shows the wrong order: softmax over the whole row first, then zero the blocked weights",
+             right.sum(axis=-1)),
+            ("the sums ran down the columns instead of along the rows", (full * mask).sum(axis=0)),
+            ("the weights were never zeroed: a full softmax row sums to 1", full.sum(axis=-1)),
+            ("the mask was transposed (rows are queries, columns are keys)", (full * mask.T).sum(axis=-1))]
+
+
+def test_chapter_softmax_then_mask(student):
+    """softmax_then_mask of the chapter's scores: the weights and all four row sums"""
+    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
+    weights, sums = student.softmax_then_mask(S, mask)
+    close(weights, MASK["wrong_order"], "the wrong order's weights for 'the dog barked loudly'",
+          source="chapter, step 4",
+          mistakes=[("that is the right order (mask, then softmax)", MASK["masked_softmax"]),
+                    ("the blocked weights were not zeroed", MASK["unmasked_softmax"])])
+    close(sums, MASK["wrong_order_row_sums"], "the wrong order's row sums", source="chapter, step 4",
+          mistakes=wrong_order_mistakes(S, mask))
+
+
+def test_chapter_wrong_order_row_one(student):
+    """the wrong order's row-one sum for 'the dog barked loudly' (0.4551)"""
+    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
+    _, sums = student.softmax_then_mask(S, mask)
+    sums = np.asarray(sums, dtype=float)
+    that(sums.shape == (4,), f"row_sums should hold one sum per row, shape (4,), got shape {sums.shape}")
+    close(sums[0], MASK["wrong_order_row1_sum"], "the wrong order's row-one sum (row 'the')",
+          source="chapter, step 4",
+          mistakes=[("that is the right order's row sum: after masking first, every row sums to 1", 1.0)])
+
+
+def test_softmax_then_mask_random(student, reference):
+    """softmax_then_mask of random scores with a causal mask: weights and row sums"""
+    for n in (int(RNG.integers(3, 7)), int(RNG.integers(8, 14))):
+        z = RNG.normal(0, 2, size=(n, n))
+        mask = lower(n)
+        weights, sums = student.softmax_then_mask(z, mask)
+        ref_weights, ref_sums = reference.softmax_then_mask(z, mask)
+        close(sums, ref_sums, f"the wrong order's row sums for random {n} x {n} scores", reveal=False,
+              mistakes=wrong_order_mistakes(z, mask))
+        close(weights, ref_weights, f"the wrong order's weights for random {n} x {n} scores", reveal=False,
+              mistakes=[("that is the right order (mask, then softmax)", with_fill(z, mask, -np.inf))])
+
+
+# ------------------------------------------------------------ scale_experiment
+
+@pytest.fixture(scope="module")
+def runs():
+    """The experiment's calls in this grading run (several checks read the same one)."""
+    return {}
+
+
+def run_scale(student, runs, d_values, **kwargs):
+    """One call of the student's experiment, made once per grading run."""
+    key = (tuple(d_values), tuple(sorted(kwargs.items())))
+    if key not in runs:
+        try:
+            runs[key] = ("ok", student.scale_experiment(list(d_values), **kwargs))
+        except StudentError as exc:
+            runs[key] = ("error", exc)
+    kind, value = runs[key]
+    if kind == "error":
+        raise value
+    return columns(value, len(d_values))
+
+
+def columns(result, n):
+    that(isinstance(result, dict), f"scale_experiment should return a dict of columns, got {fmt(result)}")
+    missing = [k for k in COLUMNS if k not in result]
+    that(not missing, f"scale_experiment's result has no {', '.join(map(repr, missing))} "
+                      f"(expected the keys {', '.join(COLUMNS)})")
+    out = {}
+    for key in COLUMNS:
+        out[key] = as_array(result[key], f"scale_experiment's result[{key!r}]")
+        that(out[key].shape == (n,), f"result[{key!r}] should hold one number per d_k (shape ({n},)), "
+                                     f"got shape {out[key].shape}")
+    return out
+
+
+def within(value, low, high, what, hints=()):
+    if low <= value <= high:
+        return
+    text = f"{what}: expected between {low:g} and {high:g}, got {value:.4f}."
+    for condition, hint in hints:
+        if condition:
+            text += f" Likely mistake: {hint}."
+            break
+    raise CheckFailed(text)
+
+
+def test_scale_result_columns(student, runs):
+    """scale_experiment returns the five columns, one entry per d_k, in the order given"""
+    d_values = [int(d) for d in RNG.choice([2, 8, 32, 128, 512], size=3, replace=False)]
+    result = run_scale(student, runs, d_values, trials=20, seed=SEEDS[5])
+    close(result["d_k"], d_values, "result['d_k']",
+          mistakes=[("the d_k column does not follow d_values (a table copied from the chapter?)",
+                     [row["d_k"] for row in SCALE["rows"][:3]])])
+
+
+@weight(2)
+def test_scale_entropy_raw_collapses_scaled_stays(student, runs):
+    """raw entropy collapses (chapter: 1.78 bits at d_k = 4, 0.13 at 1024); scaled stays near 2.48"""
+    r = run_scale(student, runs, (4, 64, 1024), trials=200, seed=SEEDS[0])
+    raw, scaled = r["entropy_raw"], r["entropy_scaled"]
+    swapped = scaled[2] < 1.0 and raw[2] > 2.0
+    within(raw[0], 1.60, 2.10, "mean raw entropy at d_k = 4 (chapter: 1.7771 bits)",
+           hints=[(swapped, "the raw and scaled columns are swapped"),
+                  (raw[0] > 2.1, "the 'raw' scores were scaled; raw means softmax(K @ q) as it is")])
+    within(raw[2], 0.01, 0.21, "mean raw entropy at d_k = 1024 (chapter: 0.1333 bits)",
+           hints=[(swapped, "the raw and scaled columns are swapped"),
+                  (raw[2] > 1.0, "the 'raw' scores were scaled; raw means softmax(K @ q) as it is")])
+    that(raw[0] > raw[1] > raw[2], f"the raw entropy should fall as d_k grows (4, 64, 1024), got {fmt(raw)}")
+    for d, value in zip((4, 64, 1024), scaled):
+        within(value, 2.35, 2.66, f"mean scaled entropy at d_k = {d} (chapter: 2.46 to 2.50 bits at every d_k)",
+               hints=[(swapped, "the raw and scaled columns are swapped"),
+                      (value < 2.35 and scaled[2] < scaled[0] - 0.3,
+                       "the scaled scores were not divided by sqrt(d_k) (or by something that does not "
+                       "grow like it, such as sqrt(n_keys)): the entropy still falls as d_k grows"),
+                      (value > 2.66, "the scores were divided by more than sqrt(d_k) (by d_k?): the weights "
+                                     "flatten toward uniform, 3 bits")])
+
+
+def test_scale_largest_raw_weight(student, runs):
+    """the largest raw weight grows toward 1 (chapter: 0.55 at d_k = 4, 0.96 at 1024)"""
+    r = run_scale(student, runs, (4, 64, 1024), trials=200, seed=SEEDS[0])
+    top = r["max_alpha_raw"]
+    hint = [(top[2] < 0.5, "the largest weight was taken from the scaled softmax; this column is the raw one")]
+    within(top[0], 0.45, 0.62, "mean largest raw weight at d_k = 4 (chapter: 0.5492)", hints=hint)
+    within(top[2], 0.93, 1.0, "mean largest raw weight at d_k = 1024 (chapter: 0.9611)", hints=hint)
+
+
+def test_scale_spread_grows_like_sqrt_dk(student, runs):
+    """the spread of q.k grows like sqrt(d_k): about 0.90 sqrt(d_k) (chapter: 0.88 to 0.91)"""
+    d = np.array([64, 256])
+    r = run_scale(student, runs, (64, 256), trials=500, seed=SEEDS[1])
+    ratio = r["sd"] / np.sqrt(d)
+    mean = float(np.mean(ratio))
+    within(mean, 0.86, 0.94, "mean of sd / sqrt(d_k) over d_k = 64 and 256 (chapter: 0.900 and 0.905)",
+           hints=[(abs(ratio[1] - ratio[0]) > 0.3 or mean < 0.2,
+                   "sd should be the spread of the raw scores K @ q, which grows like sqrt(d_k) "
+                   "(the spread of the scaled scores stays near 0.9)"),
+                  (0.94 < mean < 0.985, "the standard deviation used ddof=1; the experiment takes the "
+                                        "population standard deviation, numpy's default s.std()"),
+                  (0.985 <= mean < 1.04, "the spread was measured over all trials' scores together; take "
+                                         "s.std() of each trial's scores and average those")])
+
+
+def test_scale_uses_n_keys(student, reference, runs):
+    """scale_experiment uses n_keys: 2 and 32 keys instead of 8"""
+    for n_keys, tolerance, seed in ((2, 0.07, SEEDS[2]), (32, 0.10, SEEDS[3])):
+        r = run_scale(student, runs, (16,), n_keys=n_keys, trials=300, seed=seed)
+        expected = float(reference.scale_experiment([16], n_keys=n_keys, trials=3000, seed=7)["entropy_scaled"][0])
+        value = float(r["entropy_scaled"][0])
+        what = f"mean scaled entropy over {n_keys} keys at d_k = 16"
+        that(value <= math.log2(n_keys) + 1e-9,
+             f"{what}: {n_keys} keys have at most log2({n_keys}) = {math.log2(n_keys):g} bits, got {value:.4f}. "
+             "Likely mistake: the number of keys is fixed at 8 instead of n_keys")
+        if abs(value - expected) > tolerance:
+            raise CheckFailed(f"{what}: did not match the reference within {tolerance:g} bits "
+                              f"(the spread between seeds is under a fifth of that), got {value:.4f}")
+
+
+def test_scale_seed(student):
+    """scale_experiment is repeatable: the same seed gives the same numbers, another seed others"""
+    seed = SEEDS[4]
+    first = columns(student.scale_experiment([8, 32], trials=30, seed=seed), 2)
+    again = columns(student.scale_experiment([8, 32], trials=30, seed=seed), 2)
+    other = columns(student.scale_experiment([8, 32], trials=30, seed=seed + 1), 2)
+    that(all(np.array_equal(first[k], again[k]) for k in COLUMNS),
+         "two runs with the same seed gave different numbers. Likely mistake: the generator ignores "
+         "`seed`; make it with np.random.default_rng(seed)")
+    that(not np.array_equal(first["entropy_raw"], other["entropy_raw"]),
+         "two different seeds gave the same numbers. Likely mistake: the generator's seed is fixed; "
+         "make it with np.random.default_rng(seed)")

@@ -1,0 +1,252 @@
+"""Part 2 (causal_mask): realistic mistakes, and correct solutions written differently.
+
+Each entry replaces whole solution cells of the reference notebook. Every
+mistake must lose points in this part and only this part; every correct
+variant must earn full marks. Entries marked ``demo`` are students of the
+`course demo` cohort.
+"""
+
+MISTAKES = {
+    "mask-after-softmax": {"demo": True, "cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    return softmax(np.asarray(scores, dtype=float)) * mask
+'''}},
+    "mask-transposed": {"demo": True, "cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.triu(np.ones((n, n), dtype=bool))
+'''}},
+    "mask-without-diagonal": {"cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=-1)
+'''}},
+    "mask-of-floats": {"cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.tril(np.ones((n, n)))
+'''}},
+    "mask-multiplies-scores": {"cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    return softmax(np.asarray(scores, dtype=float) * mask)
+'''}},
+    "mask-fills-minus-one": {"cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    return softmax(np.where(mask, scores, -1.0))
+'''}},
+    "mask-in-place": {"cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    scores[~np.asarray(mask, dtype=bool)] = -np.inf
+    return softmax(scores)
+'''}},
+    "mask-two-dimensional-only": {"cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    n = scores.shape[0]
+    out = np.zeros((n, n))
+    for i in range(n):
+        allowed = [j for j in range(n) if mask[i][j]]
+        out[i, allowed] = softmax(scores[i, allowed])
+    return out
+'''}},
+    "mask-ignores-argument": {"cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    n = scores.shape[-1]
+    return softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf))
+'''}},
+    "wrong-order-is-right-order": {"cells": {"softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    weights = masked_softmax(scores, mask)
+    return weights, weights.sum(axis=-1)
+'''}},
+    "wrong-order-column-sums": {"cells": {"softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    weights = softmax(scores) * mask
+    return weights, weights.sum(axis=0)
+'''}},
+    "scale-not-divided": {"cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s)), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return out
+'''}},
+    "scale-divided-by-d": {"cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s / d)), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return out
+'''}},
+    "scale-sample-sd": {"cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(ddof=1), entropy_bits(a), entropy_bits(softmax(s / np.sqrt(d))), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return out
+'''}},
+    "scale-unseeded": {"cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = np.random.randn(n_keys, d) @ np.random.randn(d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s / np.sqrt(d))), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return out
+'''}},
+    "scale-eight-keys-always": {"cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(8, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s / np.sqrt(d))), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return out
+'''}},
+    "hard-coded-chapter": {"cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.array([[True, False, False, False], [True, True, False, False],
+                     [True, True, True, False], [True, True, True, True]])
+''', "scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    return {"d_k": np.array([4, 16, 64, 256, 1024]),
+            "sd": np.array([1.756, 3.568, 7.202, 14.483, 28.591]),
+            "entropy_raw": np.array([1.7771, 0.9743, 0.5058, 0.2512, 0.1333]),
+            "entropy_scaled": np.array([2.4764, 2.4970, 2.4844, 2.4555, 2.4894]),
+            "max_alpha_raw": np.array([0.5492, 0.7488, 0.8577, 0.9282, 0.9611])}
+'''}},
+}
+
+CORRECT = {
+    "minus-1e9": {"causal_mask": '''
+def causal_mask(n):
+    i = np.arange(n)
+    return i[:, None] >= i[None, :]
+''', "masked_softmax": '''
+def masked_softmax(scores, mask):
+    return softmax(np.where(mask, np.asarray(scores, dtype=float), -1e9))
+'''},
+    "renormalise-after-zeroing": {"causal_mask": '''
+def causal_mask(n):
+    return ~np.triu(np.ones((n, n), dtype=bool), k=1)
+''', "masked_softmax": '''
+def masked_softmax(scores, mask):
+    weights = softmax(scores) * mask
+    return weights / weights.sum(axis=-1, keepdims=True)
+''', "softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    weights = np.where(mask, softmax(scores, axis=-1), 0.0)
+    return weights, np.sum(weights, axis=-1)
+'''},
+    "loops": {"causal_mask": '''
+def causal_mask(n):
+    mask = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        for j in range(i + 1):
+            mask[i, j] = True
+    return mask
+''', "masked_softmax": '''
+def masked_softmax(scores, mask):
+    scores = np.array(scores, dtype=float)
+    mask = np.broadcast_to(mask, scores.shape)
+    out = np.zeros_like(scores)
+    for index in np.ndindex(scores.shape[:-1]):
+        row, keep = scores[index], mask[index]
+        top = max(v for v, k in zip(row, keep) if k)
+        e = [math.exp(v - top) if k else 0.0 for v, k in zip(row, keep)]
+        total = sum(e)
+        out[index] = [x / total for x in e]
+    return out
+''', "softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    n = scores.shape[0]
+    weights = np.zeros_like(scores)
+    sums = np.zeros(n)
+    for i in range(n):
+        row = softmax(scores[i])
+        for j in range(scores.shape[1]):
+            if mask[i][j]:
+                weights[i, j] = row[j]
+                sums[i] += row[j]
+    return weights, sums
+''', "scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    result = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        totals = [0.0, 0.0, 0.0, 0.0]
+        for _ in range(trials):
+            q = [float(x) for x in rng.normal(0, 1, d)]
+            s = []
+            for _ in range(n_keys):
+                k = [float(x) for x in rng.normal(0, 1, d)]
+                s.append(sum(a * b for a, b in zip(q, k)))
+            mean = sum(s) / len(s)
+            totals[0] += math.sqrt(sum((x - mean) ** 2 for x in s) / len(s))
+            raw = softmax(np.array(s))
+            totals[1] += entropy_bits(raw)
+            totals[2] += entropy_bits(softmax(np.array(s) / math.sqrt(d)))
+            totals[3] += max(raw)
+        result["d_k"].append(d)
+        for key, total in zip(["sd", "entropy_raw", "entropy_scaled", "max_alpha_raw"], totals):
+            result[key].append(total / trials)
+    return result
+'''},
+    "float32-vectorised": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    z = np.asarray(scores, dtype=np.float32)
+    z = np.where(mask, z, np.float32(-np.inf))
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+''', "scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    columns = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        Q = rng.standard_normal((trials, d))
+        K = rng.standard_normal((trials, n_keys, d))
+        S = np.einsum("tkd,td->tk", K, Q)
+        A = softmax(S)
+        B = softmax(S / np.sqrt(d))
+        columns["d_k"].append(d)
+        columns["sd"].append(S.std(axis=1).mean())
+        columns["entropy_raw"].append(np.mean([entropy_bits(a) for a in A]))
+        columns["entropy_scaled"].append(np.mean([entropy_bits(b) for b in B]))
+        columns["max_alpha_raw"].append(A.max(axis=1).mean())
+    return {key: np.asarray(value) for key, value in columns.items()}
+'''},
+}
