@@ -1,0 +1,352 @@
+"""Hidden suite, part 1 (project_qkv, causal_attention, multi_head_attention).
+
+The tiny transformer's steps 6 to 9 for both heads, its prediction end to end
+through the given model, and random widths, head counts and lengths. Expected
+values of the chapter's steps are printed in failures (they are in the
+chapter); those of random inputs never are. Every mistake named below is
+computed here, on the grader's side, by a mistaken version of the algebra.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from autograder.chapter import get
+from selfcheck.checks import close, fmt, that, unchanged, weight
+
+TT = get("tiny_transformer")
+W = {k: np.array(v, dtype=float) for k, v in TT["weights"].items()}
+XN = np.array(TT["layernormed_input"])
+HEADS = [(W["WQ1"], W["WK1"], W["WV1"]), (W["WQ2"], W["WK2"], W["WV2"])]
+IDS = TT["config"]["token_ids"]
+TARGET = TT["config"]["target_id"]
+RNG = np.random.default_rng(20261204)
+
+
+# ------------------------------------------------ the algebra, right and wrong
+
+def _softmax(scores, axis=-1):
+    scores = np.array(scores, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        ex = np.exp(scores - scores.max(axis=axis, keepdims=True))
+        return ex / ex.sum(axis=axis, keepdims=True)
+
+
+def attention(Q, K, V, *, scale=None, mask="causal", axis=-1, mask_after=False, fill=-np.inf):
+    """Causal attention, or one of its mistaken versions; returns (output, weights)."""
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape
+    scores = Q @ K.T / (math.sqrt(d_k) if scale is None else scale)
+    allowed = {"causal": np.tril(np.ones((n, n), bool)),
+               "transposed": np.triu(np.ones((n, n), bool)),
+               "strict": np.tril(np.ones((n, n), bool), k=-1),
+               "none": np.ones((n, n), bool)}[mask]
+    with np.errstate(invalid="ignore"):
+        if mask_after:
+            weights = _softmax(scores, axis) * allowed
+        elif fill == 0.0:
+            weights = _softmax(scores * allowed, axis)
+        else:
+            weights = _softmax(np.where(allowed, scores, fill), axis)
+        return weights @ V, weights
+
+
+def mha(x, heads, W_o, *, order=1, combine="concat", project=True, **kw):
+    """Multi-head attention, or a mistaken version of it."""
+    x = np.array(x, dtype=np.float64)
+    outs = [attention(x @ wq, x @ wk, x @ wv, **kw)[0] for wq, wk, wv in heads][::order]
+    if combine == "mean":
+        d = outs[0].shape[1]
+        return sum(o @ W_o[i * d:(i + 1) * d] for i, o in enumerate(outs)) / len(outs)
+    concat = np.concatenate(outs, axis=1)
+    return concat @ W_o if project else concat
+
+
+def attention_mistakes(Q, K, V, d_model=None, index=1):
+    """(description, value) of the usual mistakes, for output (index 0) or weights (index 1)."""
+    n, d_k = np.shape(Q)
+    out = [
+        ("the scores were not divided by sqrt(d_k)", attention(Q, K, V, scale=1.0)),
+        ("the scores were divided by d_k instead of sqrt(d_k)", attention(Q, K, V, scale=d_k)),
+        ("the scale used the number of tokens (Q.shape[0]) instead of the head width d_k = Q.shape[1]",
+         attention(Q, K, V, scale=math.sqrt(n))),
+        ("the mask is transposed: each token sees the later tokens instead of the earlier ones",
+         attention(Q, K, V, mask="transposed")),
+        ("there is no causal mask: tokens see the future", attention(Q, K, V, mask="none")),
+        ("the mask also blocks the diagonal (use j <= i, not j < i); the first row has nothing left",
+         attention(Q, K, V, mask="strict")),
+        ("the softmax ran over the queries (axis 0) instead of along each row (axis -1)",
+         attention(Q, K, V, axis=0)),
+        ("the mask was applied after the softmax, so the rows no longer sum to 1",
+         attention(Q, K, V, mask_after=True)),
+        ("blocked scores were set to 0 instead of -inf, so they still get weight",
+         attention(Q, K, V, fill=0.0)),
+    ]
+    if d_model is not None and d_model != d_k:
+        out.insert(0, (f"the scores were divided by sqrt(d_model) = sqrt({d_model}) instead of the head "
+                       f"width sqrt(d_k) = sqrt({d_k})", attention(Q, K, V, scale=math.sqrt(d_model))))
+    return [(text, value[index]) for text, value in out]
+
+
+def mha_mistakes(x, heads, W_o):
+    d_model = np.shape(x)[1]
+    d_k = np.shape(heads[0][0])[1]
+    n = np.shape(x)[0]
+    found = [
+        (f"the scores were divided by sqrt(d_model) = sqrt({d_model}) instead of the head width "
+         f"sqrt(d_k) = sqrt({d_k})", mha(x, heads, W_o, scale=math.sqrt(d_model))),
+        ("the scores were not divided by sqrt(d_k)", mha(x, heads, W_o, scale=1.0)),
+        ("the scale used the number of tokens instead of the head width",
+         mha(x, heads, W_o, scale=math.sqrt(n))),
+        ("the heads were concatenated in the wrong order (head 1's columns come first)",
+         mha(x, heads, W_o, order=-1)),
+        ("W_o is missing: the result should be the concatenated heads times W_o",
+         mha(x, heads, W_o, project=False)),
+        ("the heads were averaged instead of concatenated and projected together",
+         mha(x, heads, W_o, combine="mean")),
+        ("there is no causal mask: tokens see the future", mha(x, heads, W_o, mask="none")),
+        ("the mask is transposed: each token sees the later tokens instead of the earlier ones",
+         mha(x, heads, W_o, mask="transposed")),
+        ("the softmax ran over the queries (axis 0) instead of along each row",
+         mha(x, heads, W_o, axis=0)),
+        ("the mask was applied after the softmax, so the rows no longer sum to 1",
+         mha(x, heads, W_o, mask_after=True)),
+    ]
+    if all(np.shape(w) == (d_model, d_model) for head in heads for w in head):
+        found.append(("the weights were transposed (x @ W.T instead of x @ W)",
+                      mha(x, [tuple(w.T for w in head) for head in heads], W_o)))
+    found.append(("the queries and keys used the same matrix (K = x @ W_q)",
+                  mha(x, [(wq, wq, wv) for wq, wk, wv in heads], W_o)))
+    return found
+
+
+def tiny_model(attend=mha):
+    """The given model with an attention of our choice: (probs, attention output, logits)."""
+    x = np.array(TT["block_input_x"])
+    ln = lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)  # noqa: E731
+    att = attend(ln(x), HEADS, W["WO"])
+    h = x + att
+    y = h + np.maximum(0.0, ln(h) @ W["W1"] + W["B1"]) @ W["W2"] + W["B2"]
+    logits = ln(y[-1]) @ W["EMB"].T
+    return _softmax(logits), att, logits
+
+
+def after_step(logits, lr=0.5):
+    probs = _softmax(logits)
+    grad = probs.copy()
+    grad[TARGET] -= 1.0
+    return _softmax(logits - lr * grad)[TARGET]
+
+
+def end_to_end_mistakes():
+    """(description, probs, p after the step) for each multi-head mistake, through the whole model."""
+    found = []
+    for text, value in mha_mistakes(XN, HEADS, W["WO"]):
+        probs, _, logits = tiny_model(lambda x, h, o, v=value: v)
+        found.append((text, probs, after_step(logits)))
+    return found
+
+
+def _pair(result, what):
+    pair = isinstance(result, (tuple, list)) and len(result) == 2
+    that(pair, f"{what} should return a pair (output, weights), got {type(result).__name__}")
+    return result
+
+
+def _triple(result, what):
+    triple = isinstance(result, (tuple, list)) and len(result) == 3
+    that(triple, f"{what} should return three arrays (Q, K, V), got {type(result).__name__}")
+    return result
+
+
+# ------------------------------------------------ the chapter, steps 6 to 9
+
+@weight(2)
+@pytest.mark.parametrize("h", [1, 2])
+def test_chapter_projections(student, h):
+    """step 6: Q, K and V of the chapter's head 1 and head 2"""
+    chapter = TT["heads"][h - 1]
+    wq, wk, wv = HEADS[h - 1]
+    Q, K, V = _triple(student.project_qkv(XN, wq, wk, wv), "project_qkv")
+    close(Q, chapter["Q"], f"Q of head {h}", source=f"chapter, step 6.{h}")
+    close(K, chapter["K"], f"K of head {h}", source=f"chapter, step 6.{h}",
+          mistakes=[("the keys used W_q (K = x @ W_q): each projection needs its own matrix", XN @ wq)])
+    close(V, chapter["V"], f"V of head {h}", source=f"chapter, step 6.{h}",
+          mistakes=[("the values used W_k (V = x @ W_k): each projection needs its own matrix", XN @ wk)])
+
+
+@weight(2)
+@pytest.mark.parametrize("h", [1, 2])
+def test_chapter_scaled_scores(student, h):
+    """step 7: the scaled scores of each head, read back from the weights as log-ratios"""
+    chapter = TT["heads"][h - 1]
+    Q, K, V = (np.array(chapter[k]) for k in "QKV")
+    _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    weights = np.asarray(weights, dtype=float)
+    that(weights.shape == (4, 4), f"the weights of head {h} should have shape (4, 4), got {weights.shape}")
+    # within a row, log w_ij - log w_i0 = S_ij - S_i0 for every key the token may see
+    that(np.all(np.isfinite(weights)) and np.all(weights[:, 0] > 0),
+         f"head {h}: every token may look at the first token, but your weights give it "
+         f"{fmt(weights[:, 0])}: is the mask transposed or blocking the diagonal, or are there nan weights?")
+    S = np.array(chapter["scaled_scores"])
+    rows = np.arange(1, 4)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        got = np.array([np.log(weights[i, : i + 1]) - np.log(weights[i, 0]) for i in rows], dtype=object)
+    expected = [S[i, : i + 1] - S[i, 0] for i in rows]
+    raw = np.array(chapter["raw_scores_QKt"])
+    for i, g, e in zip(rows, got, expected):
+        close(np.asarray(g, dtype=float), e, f"head {h}, query '{TT['config']['prompt'][i]}': score differences "
+              "S[i, j] - S[i, 0] implied by your weights", source=f"chapter, step 7.{h}",
+              mistakes=[("the scores were not divided by sqrt(d_k) = sqrt(2)", raw[i, : i + 1] - raw[i, 0]),
+                        ("the scores were divided by 2 instead of sqrt(2): sqrt(d_model) = sqrt(4), the "
+                         "length sqrt(n) = sqrt(4) and d_k = 2 all give 2; the scale is sqrt of the head "
+                         "width Q.shape[1]", (raw[i, : i + 1] - raw[i, 0]) / 2)])
+
+
+@weight(2)
+@pytest.mark.parametrize("h", [1, 2])
+def test_chapter_weights_and_outputs(student, h):
+    """step 8: the masked attention weights and each head's output"""
+    chapter = TT["heads"][h - 1]
+    Q, K, V = (np.array(chapter[k]) for k in "QKV")
+    output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    close(weights, chapter["A"], f"the attention weights of head {h}", source=f"chapter, step 8.{h}",
+          mistakes=attention_mistakes(Q, K, V, d_model=4, index=1))
+    close(output, chapter["head_output"], f"the output of head {h}", source=f"chapter, step 8.{h}",
+          mistakes=[("the output should be weights @ V (not weights @ K or V @ weights)",
+                     np.array(chapter["A"]) @ K)] + attention_mistakes(Q, K, V, d_model=4, index=0))
+
+
+@weight(2)
+def test_chapter_concatenation(student):
+    """step 9: the two heads concatenated [head 1 | head 2] (multi_head_attention with W_o = identity)"""
+    got = student.multi_head_attention(XN, HEADS, np.eye(4))
+    h1, h2 = (np.array(h["head_output"]) for h in TT["heads"])
+    close(got, TT["concat_heads"], "multi_head_attention(x, heads, identity)", source="chapter, step 9",
+          mistakes=[("the heads were concatenated in the wrong order (head 1's columns come first)",
+                     np.hstack([h2, h1])),
+                    ("the heads were interleaved column by column instead of placed side by side",
+                     np.stack([h1, h2], axis=-1).reshape(4, 4))] + mha_mistakes(XN, HEADS, np.eye(4)))
+
+
+@weight(3)
+def test_chapter_output_projection(student):
+    """step 9: the heads projected by W_O, the attention sublayer's output"""
+    got = student.multi_head_attention(XN, HEADS, W["WO"])
+    close(got, TT["attn_output_after_WO"], "multi_head_attention on the chapter's input",
+          source="chapter, step 9", mistakes=mha_mistakes(XN, HEADS, W["WO"]))
+
+
+# ------------------------------------------------ end to end
+
+@weight(3)
+def test_chapter_prediction(student):
+    """end to end: the given model with your attention predicts 'wood' with p = 0.3107, loss 1.1690 nats"""
+    out = student.tiny_forward(IDS)
+    that(isinstance(out, dict) and "probs" in out, "tiny_forward (given) did not return its results")
+    close(out["attention"], TT["attn_output_after_WO"], "the attention sublayer inside tiny_forward",
+          source="chapter, step 9", mistakes=mha_mistakes(XN, HEADS, W["WO"]))
+    close(out["probs"][TARGET], TT["p_target"], 'p("wood") from tiny_forward', source="chapter, step 14",
+          mistakes=[(text, probs[TARGET]) for text, probs, _ in end_to_end_mistakes()])
+    step = student.loss_and_step(out["logits"], TARGET)
+    close(step["loss"], TT["loss"]["loss_nats"], "the loss in nats", source="chapter, step 15")
+
+
+def test_chapter_step(student):
+    """end to end: after one step of 0.5 on the logits, p("wood") = 0.4017 and the loss 0.9119 nats"""
+    out = student.tiny_forward(IDS)
+    step = student.loss_and_step(out["logits"], TARGET)
+    close(step["new_probs"][TARGET], TT["loss"]["new_p_target"], 'p("wood") after the step',
+          source="chapter, step 15", mistakes=[(text, p) for text, _, p in end_to_end_mistakes()])
+    close(step["new_loss"], TT["loss"]["new_loss_nats"], "the loss after the step", source="chapter, step 15")
+
+
+# ------------------------------------------------ inputs nobody can predict
+
+@weight(2)
+def test_projections_random(student):
+    """project_qkv on random sizes, square weights included"""
+    for trial in range(4):
+        n, d, d_k = int(RNG.integers(2, 8)), int(RNG.integers(2, 9)), int(RNG.integers(1, 7))
+        if trial == 0:
+            d_k = d
+        x = RNG.normal(size=(n, d))
+        ws = [RNG.normal(size=(d, d_k)) for _ in range(3)]
+        got = _triple(student.project_qkv(x, *ws), "project_qkv")
+        for name, g, w in zip("QKV", got, ws):
+            close(g, x @ w, f"{name} for {n} random tokens of width {d}, head width {d_k}", reveal=False,
+                  mistakes=[("the weights were transposed (x @ W.T instead of x @ W)", x @ w.T if d == d_k else np.nan),
+                            ("the keys used W_q: each projection needs its own matrix", x @ ws[0]),
+                            ("the values used W_k", x @ ws[1])])
+
+
+@weight(3)
+def test_causal_attention_random(student):
+    """causal_attention on random lengths and widths (d_v different from d_k)"""
+    for trial in range(5):
+        n, d_k, d_v = int(RNG.integers(2, 9)), int(RNG.integers(1, 9)), int(RNG.integers(1, 6))
+        Q, K, V = RNG.normal(size=(n, d_k)) * 2, RNG.normal(size=(n, d_k)), RNG.normal(size=(n, d_v))
+        output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+        right_out, right_w = attention(Q, K, V)
+        close(weights, right_w, f"the weights for {n} random tokens, d_k = {d_k}", reveal=False,
+              mistakes=attention_mistakes(Q, K, V, index=1))
+        close(output, right_out, f"the output for {n} random tokens, d_k = {d_k}, d_v = {d_v}", reveal=False,
+              mistakes=attention_mistakes(Q, K, V, index=0))
+
+
+@weight(3)
+def test_multi_head_random(student, reference):
+    """multi_head_attention with random widths, head counts and lengths"""
+    for trial in range(4):
+        n_heads = int(RNG.integers(1, 5))
+        d_k = int(RNG.integers(1, 4))
+        d_model = n_heads * d_k if trial % 2 else int(RNG.integers(2, 9))
+        n = int(RNG.integers(2, 8))
+        x = RNG.normal(size=(n, d_model))
+        heads = [tuple(RNG.normal(size=(d_model, d_k)) for _ in range(3)) for _ in range(n_heads)]
+        W_o = RNG.normal(size=(n_heads * d_k, d_model))
+        close(student.multi_head_attention(x, heads, W_o), reference.multi_head_attention(x, heads, W_o),
+              f"{n_heads} head(s) of width {d_k} on {n} random tokens of width {d_model}", reveal=False,
+              mistakes=mha_mistakes(x, heads, W_o))
+
+
+def test_square_heads_random(student, reference):
+    """one head as wide as the model (square weights), so transposed weights show"""
+    d, n = int(RNG.integers(3, 7)), int(RNG.integers(3, 7))
+    x = RNG.normal(size=(n, d))
+    heads = [tuple(RNG.normal(size=(d, d)) for _ in range(3))]
+    W_o = RNG.normal(size=(d, d))
+    close(student.multi_head_attention(x, heads, W_o), reference.multi_head_attention(x, heads, W_o),
+          f"one head of width {d} on {n} random tokens", reveal=False, mistakes=mha_mistakes(x, heads, W_o))
+
+
+def test_large_scores_random(student):
+    """scores in the hundreds give finite weights and exact zeros above the diagonal"""
+    n = 6
+    Q, K, V = RNG.normal(size=(n, 4)) * 30, RNG.normal(size=(n, 4)) * 30, RNG.normal(size=(n, 3))
+    output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    weights = np.asarray(weights, dtype=float)
+    that(weights.shape == (n, n) and np.isfinite(weights).all(),
+         "causal_attention: large scores gave non-finite weights (subtract the row maximum, or use the given softmax)")
+    that(np.all(weights[np.triu_indices(n, k=1)] == 0.0),
+         "causal_attention: weights above the diagonal must be exactly 0, even for large scores")
+    close(weights, attention(Q, K, V)[1], "the weights for large random scores", reveal=False)
+
+
+def test_float32_input(student):
+    """float32 input gives the same answer within float32 precision"""
+    n, d = 5, 6
+    x = RNG.normal(size=(n, d)).astype(np.float32)
+    heads = [tuple(RNG.normal(size=(d, 3)).astype(np.float32) for _ in range(3)) for _ in range(2)]
+    W_o = RNG.normal(size=(d, d)).astype(np.float32)
+    close(student.multi_head_attention(x, heads, W_o), mha(x.astype(float), [tuple(w.astype(float) for w in h) for h in heads], W_o.astype(float)),
+          "multi_head_attention on float32 input", reveal=False, rtol=1e-4, atol=1e-5)
+
+
+def test_inputs_left_alone(student):
+    """project_qkv, causal_attention and multi_head_attention change none of their arguments"""
+    x = RNG.normal(size=(4, 4))
+    unchanged(student, "project_qkv", x, *(RNG.normal(size=(4, 2)) for _ in range(3)))
+    unchanged(student, "causal_attention", *(RNG.normal(size=(4, 2)) for _ in range(3)))
+    unchanged(student, "multi_head_attention", x, HEADS, W["WO"].copy())

@@ -1,0 +1,119 @@
+"""Part parameter_count: realistic counting mistakes, and correct counts written differently.
+
+Each entry replaces whole solution cells of the reference notebook. Every
+mistake must lose points in this part and only this part; every correct
+variant must earn full marks. Entries marked ``demo`` are students of the
+`course demo` cohort.
+"""
+
+_SIGNATURE = '''def transformer_parameters(vocab, d_model, n_layers, n_heads, d_ff, *, layer_norm=True,
+                           ffn_bias=True, qkv_bias=False, out_bias=False,
+                           tied_unembedding=True, context=0, final_norm=False):'''
+
+
+def _counting(attention="4 * d_model * d_model + 3 * d_model * qkv_bias + d_model * out_bias",
+              feed_forward="2 * d_model * d_ff + (d_ff + d_model) * ffn_bias",
+              norms="4 * d_model * layer_norm",
+              embeddings="vocab * d_model + context * d_model",
+              final="2 * d_model * final_norm",
+              unembedding="0 if tied_unembedding else vocab * d_model"):
+    """The reference count with one expression swapped for a mistaken one."""
+    return f'''
+{_SIGNATURE}
+    attention = {attention}
+    feed_forward = {feed_forward}
+    layer_norms = {norms}
+    per_layer = attention + feed_forward + layer_norms
+    embeddings = {embeddings}
+    final = {final}
+    unembedding = {unembedding}
+    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+            "per_layer": per_layer, "embeddings": embeddings,
+            "total": embeddings + n_layers * per_layer + final + unembedding}}
+'''
+
+
+MISTAKES = {
+    "no-ffn-bias": {"demo": True, "cells": {"transformer_parameters": _counting(
+        feed_forward="2 * d_model * d_ff")}},
+    "one-norm-per-block": {"cells": {"transformer_parameters": _counting(
+        norms="2 * d_model * layer_norm")}},
+    "two-per-norm": {"cells": {"transformer_parameters": _counting(
+        norms="2 * 2 * layer_norm")}},
+    "tied-output-counted": {"cells": {"transformer_parameters": _counting(
+        unembedding="vocab * d_model")}},
+    "heads-multiply-attention": {"cells": {"transformer_parameters": _counting(
+        attention="n_heads * 3 * d_model * d_model + d_model * d_model + 3 * d_model * qkv_bias + d_model * out_bias")}},
+    "attention-without-w-o": {"cells": {"transformer_parameters": _counting(
+        attention="3 * d_model * d_model + 3 * d_model * qkv_bias")}},
+    "final-norm-per-layer": {"cells": {"transformer_parameters": _counting(
+        final="n_layers * 2 * d_model * final_norm")}},
+    "qkv-bias-once": {"cells": {"transformer_parameters": _counting(
+        attention="4 * d_model * d_model + d_model * qkv_bias + d_model * out_bias")}},
+    "positions-per-layer": {"cells": {"transformer_parameters": _counting(
+        embeddings="vocab * d_model + n_layers * context * d_model")}},
+    "chapter-table-hard-coded": {"cells": {"transformer_parameters": f'''
+{_SIGNATURE}
+    attention = 4 * d_model * d_model
+    feed_forward = 2 * d_model * d_ff + d_ff + d_model
+    layer_norms = 4 * d_model if layer_norm else 0
+    per_layer = attention + feed_forward + layer_norms
+    embeddings = vocab * d_model
+    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+            "per_layer": per_layer, "embeddings": embeddings,
+            "total": embeddings + n_layers * per_layer}}
+'''}},
+}
+
+CORRECT = {
+    "loop-over-layers": {"transformer_parameters": f'''
+{_SIGNATURE}
+    d_k = d_model // n_heads
+    total = vocab * d_model + context * d_model
+    if not tied_unembedding:
+        total += vocab * d_model
+    for layer in range(n_layers):
+        attention = 0
+        for head in range(n_heads):
+            attention += 3 * d_model * d_k + (3 * d_k if qkv_bias else 0)
+        attention += d_model * d_model + (d_model if out_bias else 0)
+        feed_forward = d_model * d_ff + d_ff * d_model
+        if ffn_bias:
+            feed_forward += d_ff + d_model
+        norms = 2 * (2 * d_model) if layer_norm else 0
+        total += attention + feed_forward + norms
+    if final_norm:
+        total += 2 * d_model
+    return {{"attention": attention if n_layers else 0, "feed_forward": feed_forward if n_layers else 0,
+            "layer_norms": norms if n_layers else 0,
+            "per_layer": (attention + feed_forward + norms) if n_layers else 0,
+            "embeddings": vocab * d_model + context * d_model, "total": total}}
+'''},
+    "dict-from-table": {"transformer_parameters": f'''
+{_SIGNATURE}
+    shapes = {{
+        "attention": [(d_model, d_model)] * 4 + [(3 * d_model,)] * qkv_bias + [(d_model,)] * out_bias,
+        "feed_forward": [(d_model, d_ff), (d_ff, d_model)] + [(d_ff,), (d_model,)] * ffn_bias,
+        "layer_norms": [(d_model,)] * (4 * layer_norm),
+    }}
+    counts = {{name: int(sum(np.prod(s) for s in parts)) for name, parts in shapes.items()}}
+    counts["per_layer"] = sum(counts.values())
+    counts["embeddings"] = int(np.prod((vocab + context, d_model)))
+    counts["total"] = (counts["embeddings"] + n_layers * counts["per_layer"]
+                       + (0 if tied_unembedding else vocab * d_model) + 2 * d_model * final_norm)
+    return dict(sorted(counts.items()))
+'''},
+    "numpy-integers-and-extras": {"transformer_parameters": f'''
+{_SIGNATURE}
+    d = np.int64(d_model)
+    attention = 4 * d * d + d * (3 * int(qkv_bias) + int(out_bias))
+    feed_forward = 2 * d * d_ff + (d + d_ff if ffn_bias else 0)
+    layer_norms = np.int64(4) * d if layer_norm else np.int64(0)
+    tables = {{"tokens": vocab * d, "positions": context * d, "output": 0 if tied_unembedding else vocab * d}}
+    per_layer = attention + feed_forward + layer_norms
+    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+            "per_layer": per_layer, "embeddings": tables["tokens"] + tables["positions"], "tables": tables,
+            "heads": n_heads, "d_k": d_model // n_heads,
+            "total": sum(tables.values()) + n_layers * per_layer + (2 * d if final_norm else 0)}}
+'''},
+}

@@ -1,0 +1,161 @@
+"""Part qkv_projections: realistic mistakes, and correct solutions written differently.
+
+Each entry replaces whole solution cells of the reference notebook. Every
+mistake must lose points in this part and only this part; every correct
+variant must earn full marks. Entries marked ``demo`` are students of the
+`course demo` cohort.
+"""
+
+MISTAKES = {
+    "scale-by-d-model": {"demo": True, "cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = x @ W_q, x @ W_k, x @ W_v
+        scores = Q @ K.T / np.sqrt(x.shape[1])
+        scores[np.triu_indices(len(x), k=1)] = -np.inf
+        outputs.append(softmax(scores) @ V)
+    return np.hstack(outputs) @ W_o
+'''}},
+    "no-scale": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T
+    scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
+    weights = softmax(scores)
+    return weights @ V, weights
+'''}},
+    "scale-by-length": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[0])
+    scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
+    weights = softmax(scores)
+    return weights @ V, weights
+'''}},
+    "attention-mask-transposed": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    scores = np.where(np.triu(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
+    weights = softmax(scores)
+    return weights @ V, weights
+'''}},
+    "no-mask": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    weights = softmax(Q @ K.T / np.sqrt(Q.shape[1]))
+    return weights @ V, weights
+'''}},
+    "attention-mask-after-softmax": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    weights = softmax(Q @ K.T / np.sqrt(Q.shape[1]))
+    weights = weights * np.tril(np.ones(weights.shape))
+    return weights @ V, weights
+'''}},
+    "softmax-over-queries": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
+    weights = softmax(scores, axis=0)
+    return weights @ V, weights
+'''}},
+    "heads-reversed": {"cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.concatenate(outputs[::-1], axis=1) @ W_o
+'''}},
+    "forgot-w-o": {"cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.concatenate(outputs, axis=1)
+'''}},
+    "heads-averaged": {"cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    total = 0
+    for i, head in enumerate(heads):
+        out = causal_attention(*project_qkv(x, *head))[0]
+        d = out.shape[1]
+        total = total + out @ W_o[i * d:(i + 1) * d]
+    return total / len(heads)
+'''}},
+    "weights-transposed": {"cells": {"project_qkv": '''
+def project_qkv(x, W_q, W_k, W_v):
+    return x @ W_q.T, x @ W_k.T, x @ W_v.T
+'''}},
+    "same-matrix-for-q-and-k": {"cells": {"project_qkv": '''
+def project_qkv(x, W_q, W_k, W_v):
+    return x @ W_q, x @ W_q, x @ W_v
+'''}},
+    "zero-instead-of-minus-inf": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    weights = softmax(scores * np.tril(np.ones(scores.shape)))
+    return weights @ V, weights
+'''}},
+    "scales-q-in-place": {"cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q /= math.sqrt(Q.shape[1])
+    scores = Q @ K.T
+    scores[np.triu_indices(len(Q), k=1)] = -np.inf
+    weights = softmax(scores)
+    return weights @ V, weights
+'''}},
+}
+
+CORRECT = {
+    "plain-loops": {"project_qkv": '''
+def project_qkv(x, W_q, W_k, W_v):
+    def project(W):
+        return np.array([[sum(row[i] * W[i][j] for i in range(len(row))) for j in range(len(W[0]))]
+                         for row in x], dtype=float)
+    return project(W_q), project(W_k), project(W_v)
+''', "causal_attention": '''
+def causal_attention(Q, K, V):
+    n, d_k = len(Q), len(Q[0])
+    weights = np.zeros((n, n))
+    for i in range(n):
+        scores = [float(np.dot(Q[i], K[j])) / math.sqrt(d_k) for j in range(i + 1)]
+        top = max(scores)
+        e = [math.exp(s - top) for s in scores]
+        for j in range(i + 1):
+            weights[i, j] = e[j] / sum(e)
+    return weights @ np.asarray(V, dtype=float), weights
+''', "multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    pieces = []
+    for head in heads:
+        Q, K, V = project_qkv(x, head[0], head[1], head[2])
+        pieces.append(causal_attention(Q, K, V)[0])
+    concat = np.hstack(pieces)
+    return np.array([[sum(concat[i, k] * W_o[k, j] for k in range(concat.shape[1]))
+                      for j in range(W_o.shape[1])] for i in range(concat.shape[0])])
+'''},
+    "einsum-minus-1e9": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = np.einsum("id,jd->ij", Q, K) / np.sqrt(np.shape(Q)[-1])
+    n = scores.shape[0]
+    blocked = np.arange(n)[None, :] > np.arange(n)[:, None]
+    scores = np.where(blocked, -1e9, scores)
+    e = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights = e / e.sum(axis=1, keepdims=True)
+    return np.einsum("ij,jv->iv", weights, V), weights
+''', "project_qkv": '''
+def project_qkv(x, W_q, W_k, W_v):
+    return tuple(np.einsum("nd,dk->nk", x, W) for W in (W_q, W_k, W_v))
+'''},
+    "float32": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=np.float32) for a in (Q, K, V))
+    scores = Q @ K.T / np.float32(np.sqrt(Q.shape[1]))
+    scores[np.triu_indices(scores.shape[0], k=1)] = -np.inf
+    weights = softmax(scores).astype(np.float32)
+    return weights @ V, weights
+'''},
+    "slices-of-w-o": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    result, start = 0.0, 0
+    for W_q, W_k, W_v in heads:
+        out, _ = causal_attention(*project_qkv(x, W_q, W_k, W_v))
+        result = result + out @ W_o[start:start + out.shape[1]]
+        start += out.shape[1]
+    return result
+'''},
+}
