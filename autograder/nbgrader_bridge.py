@@ -119,6 +119,12 @@ def autograde(course, assignment, out, results_dir, student_id="*"):
     """nbgrader autograde with the hidden suites' verdicts in place of a kernel run."""
     from nbgrader.converters import Autograde
     cfg = settings(course, out)
+    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
+    cfg.Autograde.sanitize_preprocessors = [
+        "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
+        "nbgrader.preprocessors.OverwriteKernelspec", "autograder.nbgrader_cells.RestoreCells",
+        "nbgrader.preprocessors.CheckCellMetadata"]
+    cfg.RestoreCells.add_missing_cells = True
     cfg.Autograde.autograde_preprocessors = [
         "autograder.nbgrader_bridge.ApplyResults",
         "nbgrader.preprocessors.SaveAutoGrades",

@@ -49,6 +49,7 @@ BANNER_WEAK = ("WEAKER MODE: bubblewrap is not available ({why}); students' code
 CODE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 INSIDE_CODE = "/opt/grader"             # where the selfcheck package appears in the sandbox
 INSIDE_CORPUS = "/opt/data"             # where the corpus appears in the sandbox
+INSIDE_VENV = "/opt/venv"               # where the course's virtual environment appears
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 _ETC = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives",
         "/etc/localtime", "/etc/nsswitch.conf")
@@ -91,7 +92,7 @@ class BwrapJail:
         return paths
 
     def wrap(self, *, workdir, env, code_root):
-        """(command prefix, environment, where ``code_root`` appears inside)."""
+        """(command prefix, environment, where ``code_root`` appears inside, the Python to run)."""
         cmd = [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session",
                "--hostname", "student", "--tmpfs", "/", "--proc", "/proc", "--dev", "/dev"]
         for path in _SYSTEM:
@@ -102,8 +103,14 @@ class BwrapJail:
         for path in _ETC:
             if os.path.exists(path):
                 cmd += ["--ro-bind", path, path]
+        python = sys.executable
         for path in self._python_paths():
-            cmd += ["--ro-bind", path, path]
+            if path == sys.prefix and sys.prefix != sys.base_prefix:
+                # the virtual environment, away from the course folder it may live in
+                cmd += ["--ro-bind", path, INSIDE_VENV]
+                python = os.path.join(INSIDE_VENV, os.path.relpath(sys.executable, sys.prefix))
+            else:
+                cmd += ["--ro-bind", path, path]
         cmd += ["--ro-bind", os.path.join(code_root, "selfcheck"), INSIDE_CODE + "/selfcheck"]
         env = dict(env)
         if self.corpus:
@@ -113,7 +120,7 @@ class BwrapJail:
         cmd += ["--bind", workdir, workdir, "--chdir", workdir]
         env.update(HOME=workdir, TMPDIR=workdir, MPLCONFIGDIR=workdir)
         cmd += ["--remount-ro", "/"]        # the scratch folder is the only writable place
-        return cmd + ["--"], env, INSIDE_CODE
+        return cmd + ["--"], env, INSIDE_CODE, python
 
 
 class WeakJail:
@@ -130,17 +137,17 @@ class WeakJail:
         env = dict(env, TMPDIR=workdir, MPLCONFIGDIR=workdir)
         if self.corpus:
             env["TINYSHAKESPEARE"] = self.corpus
-        return [], env, code_root
+        return [], env, code_root, sys.executable
 
 
 def _probe(bwrap):
     """None when bubblewrap can start this Python with numpy in a sandbox, else why not."""
     import tempfile
     with tempfile.TemporaryDirectory(prefix="sandbox-probe-") as scratch:
-        prefix, env, _ = BwrapJail(bwrap).wrap(workdir=scratch, env={"PATH": "/usr/bin:/bin"},
-                                               code_root=CODE_ROOT)
+        prefix, env, _, python = BwrapJail(bwrap).wrap(workdir=scratch, env={"PATH": "/usr/bin:/bin"},
+                                                       code_root=CODE_ROOT)
         try:
-            done = subprocess.run(prefix + [sys.executable, "-I", "-c", "import numpy"], env=env,
+            done = subprocess.run(prefix + [python, "-I", "-c", "import numpy"], env=env,
                                   capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{bwrap} failed: {exc}"

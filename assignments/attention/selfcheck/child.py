@@ -93,6 +93,8 @@ def _call(ns, request):
     except SystemExit as exc:
         return {"ok": False, "kind": "error", "error": f"the code called sys.exit({exc.code!r})"}
     except BaseException as exc:  # noqa: BLE001
+        if type(exc) is NameError and str(exc).startswith("your notebook defines no function"):
+            return {"ok": False, "kind": "missing", "error": str(exc)}     # said by a probe
         return {"ok": False, "kind": "error", "error": _describe(exc)}
     try:
         return {"ok": True, "value": wire.encode(value)}

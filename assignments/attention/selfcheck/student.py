@@ -113,13 +113,13 @@ class Student:
         return env
 
     def _start(self):
-        env, here = self._env(), _HERE
+        env, here, python = self._env(), _HERE, sys.executable
         if hasattr(self._jail, "wrap"):     # a sandbox (autograder.sandbox): its own view of the disk
-            prefix, env, here = self._jail.wrap(workdir=self._workdir, env=env, code_root=_HERE)
+            prefix, env, here, python = self._jail.wrap(workdir=self._workdir, env=env, code_root=_HERE)
         else:
             prefix = list(self._jail)
         read_fd, write_fd = os.pipe()
-        cmd = prefix + [sys.executable, "-I", "-c", _LAUNCH, str(write_fd), here]
+        cmd = prefix + [python, "-I", "-c", _LAUNCH, str(write_fd), here]
         try:
             self._proc = subprocess.Popen(
                 cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -218,8 +218,8 @@ class Student:
         return reply
 
     def _ensure(self):
-        if self.broken is not None:
-            raise self.broken
+        if self.broken is not None:     # a fresh exception: re-raising one would grow its traceback
+            raise StudentError(self.broken.kind, self.broken.message)
         if self._proc is not None:
             return
         if self._restarts > MAX_RESTARTS:

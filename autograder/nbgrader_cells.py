@@ -1,0 +1,45 @@
+"""nbgrader's OverwriteCells, with deleted test cells put back wherever they stood.
+
+nbgrader (0.9) restores a deleted grade cell after the source cell that came
+before it, but looks that neighbour up among the submission's grade and
+solution cells only. In our notebooks a check cell follows locked ``show_*``
+cells, so deleting ``check_<part>`` made nbgrader's autograde fail for the
+whole submission (a KeyError) and the gradebook kept 0 for every part. This
+subclass inserts the restored cell after the nearest earlier source cell the
+submission still has (any cell with an nbgrader id), or first when there is
+none; everything else is nbgrader's own OverwriteCells (sources, metadata and
+points of grade cells overwritten from the gradebook).
+"""
+
+from nbgrader.preprocessors import OverwriteCells
+
+
+class RestoreCells(OverwriteCells):
+    """OverwriteCells whose re-added grade cells never fail on their neighbours."""
+
+    def add_missing_grade_cells(self, nb, resources):
+        source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        order = [cell.name for cell in source_nb.source_cells]
+        sources = {cell.name: cell for cell in source_nb.source_cells}
+        solutions = {cell.name for cell in source_nb.solution_cells}
+
+        def present():
+            ids = {}
+            for i, cell in enumerate(nb.cells):
+                grade_id = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
+                if grade_id:
+                    ids.setdefault(grade_id, i)
+            return ids
+
+        for grade_cell in source_nb.grade_cells:
+            have = present()
+            if grade_cell.name in have or grade_cell.name not in sources:
+                continue
+            self.log.warning("Missing grade cell %s encountered, adding to notebook", grade_cell.name)
+            cell = self.missing_cell_transform(sources[grade_cell.name], grade_cell.max_score,
+                                               is_solution=grade_cell.name in solutions)
+            cell["id"] = f"restored-{grade_cell.name}"[:64]
+            earlier = order[:order.index(grade_cell.name)] if grade_cell.name in order else []
+            after = next((have[name] for name in reversed(earlier) if name in have), None)
+            nb.cells.insert(0 if after is None else after + 1, cell)
+        return nb, resources
