@@ -259,12 +259,14 @@ dt{color:var(--muted);font-weight:600;white-space:nowrap}.what{font-weight:600;c
 .mistake{color:#7d2d00}
 code{font:.86rem/1.4 ui-monospace,"DejaVu Sans Mono",monospace;background:#eef1f4;padding:.05rem .3rem;border-radius:4px}
 .tag{font-size:.72rem;border:1px solid #b8c0c8;border-radius:4px;padding:0 .3rem;color:var(--muted);
- font-weight:500;margin-left:.3rem;vertical-align:middle}
+ font-weight:500;margin-left:.3rem;vertical-align:middle;white-space:nowrap}
 details{margin-top:.5rem}summary{cursor:pointer;color:var(--muted)}
 ul.ok{list-style:none;padding-left:.2rem;margin:.4rem 0}ul.ok li{margin:.2rem 0}
 ul.ok li:before{content:"\\2713";color:var(--ok);font-weight:700;margin-right:.5rem}
 .problem{border:1px solid var(--bad);background:#fff8f8;border-radius:8px;padding:.6rem 1rem}
 table{border-collapse:collapse;width:100%;font-size:.92rem}td,th{text-align:left;padding:.3rem .4rem;border-bottom:1px solid var(--line)}
+.overview{margin-top:.9rem}.overview th{color:var(--muted);font-weight:600}.num{text-align:right;font-weight:600;white-space:nowrap}
+a{color:#0969da;text-decoration:none}
 footer{color:var(--muted);font-size:.8rem;margin-top:2rem}
 """
 
@@ -294,8 +296,8 @@ def _reproduce(part, check, failing_public):
         first = failing_public[0]
         return (f"no public test runs this exact check; the public test that fails alongside it: "
                 f"<code>pytest '{html.escape(test_file)}::{html.escape(first['name'])}'</code>")
-    return (f"no public test fails for this: the hidden check uses inputs you have not seen. "
-            f"Re-read what was checked, try it on your own inputs, then run "
+    return (f"no public test fails for this hidden check: call your function as described "
+            f"above (what was checked, what came back) in your notebook, fix it, then run "
             f"<code>pytest {html.escape(test_file)}</code>")
 
 
@@ -328,6 +330,14 @@ def feedback_page(record, course=None, written=None):
                    + ("" if len(done) == len(written) else " (some not graded yet)") + "</p>")
     else:
         out.append("<p class=note>Written answers are graded by hand and are not included here.</p>")
+    if len(record["parts"]) > 1:
+        out.append("<table class=overview><tr><th>part</th><th></th><th>score</th></tr>")
+        for part in record["parts"]:
+            out.append(f"<tr><td><a href='#part-{esc(part['part'])}'>{esc(part['part'])}</a> "
+                       f"<span class=tag>{esc(titles.get(part['part'], ''))}</span></td>"
+                       f"<td><span class='badge b-{esc(part['status'])}'>{esc(part['status'])}</span></td>"
+                       f"<td class=num>{part['score']:g} / {part['max_score']:g}</td></tr>")
+        out.append("</table>")
     out.append("</header>")
     if record.get("problem"):
         out.append(f"<p class=problem><b>Problem with the submission:</b> {esc(record['problem'])}</p>")
@@ -349,6 +359,8 @@ def feedback_page(record, course=None, written=None):
         failing_public = [c for c in failing if c["visibility"] == "public"]
         for check in failing:
             came_back, mistake = _split_message(check["message"])
+            if came_back.startswith(check["doc"] + ":"):
+                came_back = came_back[len(check["doc"]) + 1:].strip()
             out.append(f"<div class=check><dl>"
                        f"<dt>What was checked</dt><dd class=what>&#10007; {esc(check['doc'])}"
                        f"<span class=tag>{esc(check['visibility'])} check</span></dd>"
