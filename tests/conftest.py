@@ -37,3 +37,12 @@ def release_copy(course, tmp_path):
 
 def pytest_configure(config):
     os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    """The mutation check's counts (tests/test_mutants.py) and the isolation grading used."""
+    lines = getattr(config, "_course_summary", [])
+    if lines:
+        from autograder import sandbox
+        for line in lines + [sandbox.describe()]:
+            terminalreporter.write_line(line)

@@ -1,0 +1,125 @@
+"""The mutation check of the hidden suites, for every graded part in course.yaml.
+
+For each part, ``tests/mutants/<part>.py`` lists realistic wrong implementations
+(``MISTAKES``) and differently written correct ones (``CORRECT``), each replacing
+whole solution cells of the reference. Every mistake must lose points in its part,
+every correct variant must earn full marks, and neither may touch another part.
+
+A submission's other parts are graded from a program in which this part's cells are
+the reference's (selfcheck/program.py), so "only that part" is checked exactly and
+cheaply: the program every other part runs must be identical to the reference's. The
+part itself is graded for real by ``grade_submission``, in a pool of two processes.
+A further student per part has only that part written (every other part left as the
+stub) and must still get full marks in it: no double jeopardy.
+"""
+
+import concurrent.futures as cf
+import dataclasses
+import multiprocessing
+import os
+
+import pytest
+
+from autograder import cohort, config
+from autograder.grading import grade_submission
+from selfcheck.program import grade_id, program, read_notebook, source
+
+COURSE = config.load()
+PARTS = [(a, p) for a in COURSE.assignments for p in a.parts]
+
+
+def _only(course, assignment, part):
+    """The course seen as if ``assignment`` had this one part (grading the rest is not needed)."""
+    narrowed = dataclasses.replace(assignment, parts=[part])
+    return dataclasses.replace(course, assignments=[narrowed if a.id == assignment.id else a
+                                                    for a in course.assignments])
+
+
+def _grade(task):
+    course, assignment_id, student, path = task
+    record = grade_submission(course, assignment_id, student, path)
+    part = record["parts"][0]
+    return {k: part[k] for k in ("part", "score", "max_score", "status", "reason")}
+
+
+def _cases(assignment, part):
+    """(kind, name, cells) of the part: its mistakes, its correct variants, and 'only this part'."""
+    mistakes, correct = cohort.catalogue(COURSE, part.id)
+    cases = [("mistake", name, entry["cells"]) for name, entry in mistakes.items()]
+    cases += [("correct", name, entry.get("cells", entry)) for name, entry in correct.items()]
+    release = read_notebook(COURSE.release(assignment, assignment.notebook))
+    stubs = {grade_id(c): source(c) for c in release["cells"] if grade_id(c)}
+    others = [cell for other in assignment.parts if other.id != part.id for cell in other.cells]
+    cases.append(("correct", f"only-{part.id}-written", {cell: stubs[cell] for cell in others}))
+    return cases
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory, request):
+    folder = tmp_path_factory.mktemp("mutants")
+    tasks, meta = [], []
+    for assignment, part in PARTS:
+        narrowed = _only(COURSE, assignment, part)
+        for kind, name, cells in _cases(assignment, part):
+            student = f"{part.id}--{name}"
+            path = cohort.write(cohort.solved(COURSE, assignment, cells), str(folder), student, assignment)
+            tasks.append((narrowed, assignment.id, student, path))
+            meta.append((assignment, part, kind, name, cells, path))
+    with cf.ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
+        results = list(pool.map(_grade, tasks))
+    by_part = {}
+    for (assignment, part, kind, name, cells, path), result in zip(meta, results):
+        by_part.setdefault(part.id, []).append((assignment, kind, name, cells, path, result))
+    caught = sum(1 for rows in by_part.values() for _, kind, _, _, _, r in rows
+                 if kind == "mistake" and r["score"] < r["max_score"])
+    mistakes = sum(1 for rows in by_part.values() for row in rows if row[1] == "mistake")
+    passed = sum(1 for rows in by_part.values() for _, kind, _, _, _, r in rows
+                 if kind == "correct" and r["score"] == r["max_score"])
+    correct = sum(1 for rows in by_part.values() for row in rows if row[1] == "correct")
+    per_part = ", ".join(f"{p} {sum(1 for row in rows if row[1] == 'mistake')}"
+                         for p, rows in by_part.items())
+    request.config._course_summary = getattr(request.config, "_course_summary", []) + [
+        f"mutation check: {caught} of {mistakes} mistakes caught, {passed} of {correct} correct "
+        f"solutions given full marks (mistakes per part: {per_part})"]
+    return by_part
+
+
+@pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
+def test_every_part_has_a_catalogue(assignment, part):
+    mistakes, correct = cohort.catalogue(COURSE, part.id)
+    assert len(mistakes) >= 6, f"tests/mutants/{part.id}.py: at least six MISTAKES"
+    assert len(correct) >= 2, f"tests/mutants/{part.id}.py: at least two CORRECT variants"
+    assert any("hard" in name for name in mistakes), f"{part.id}: no hard-coded entry among the mistakes"
+
+
+@pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
+def test_mistakes_lose_points_in_their_part_and_correct_code_earns_full_marks(graded, assignment, part):
+    problems = []
+    for _, kind, name, cells, _, result in graded[part.id]:
+        if kind == "mistake" and not result["score"] < result["max_score"]:
+            problems.append(f"mistake {name!r} got full marks")
+        if kind == "correct" and result["score"] != result["max_score"]:
+            problems.append(f"correct {name!r} got {result['score']:g}/{result['max_score']:g}: "
+                            f"{result['reason'][:300]}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
+def test_a_mistake_never_reaches_another_part(graded, assignment, part):
+    """Every other part runs exactly the program it runs for the reference solution."""
+    release = read_notebook(COURSE.release(assignment, assignment.notebook))
+    reference = read_notebook(COURSE.source(assignment, assignment.notebook))
+    solved = cohort.solved(COURSE, assignment)
+    for _, kind, name, cells, path, _ in graded[part.id]:
+        if kind == "mistake":
+            outside = set(cells) - set(part.cells)
+            assert not outside, f"{name}: replaces cells of other parts: {sorted(outside)}"
+        nb = read_notebook(path)
+        for other in assignment.parts:
+            if other.id == part.id:
+                continue
+            own = set(other.cells)
+            if name.startswith("only-"):
+                continue        # other parts are stubs on purpose; this case checks its own part
+            assert program(nb, release, reference, own) == program(solved, release, reference, own), \
+                (name, other.id)
