@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import io
 import os
+import sys
 import time
 import types
 
@@ -125,6 +126,19 @@ def _reason(checks, load_errors, status):
     return text
 
 
+def _forget(paths):
+    """Drop the suites' modules so the next student starts from the same seeds.
+
+    A grading worker grades many students; a suite module kept in memory would
+    carry its random generators (and any module-level cache) from one student
+    to the next, making a student's inputs depend on who was graded before.
+    """
+    paths = {os.path.abspath(p) for p in paths}
+    for name, module in list(sys.modules.items()):
+        if os.path.abspath(getattr(module, "__file__", None) or "") in paths:
+            del sys.modules[name]
+
+
 def run_part(course, assignment, part, cells, workdir, *, jail=None):
     """Grade one part: returns its result record (score, status, reason, checks)."""
     started = time.monotonic()
@@ -143,6 +157,7 @@ def run_part(course, assignment, part, cells, workdir, *, jail=None):
             pytest.main(args, plugins=[collector])
     finally:
         student.close()
+        _forget(args[:2])
     checks = collector.checks
     total = sum(c["weight"] for c in checks) or 1
     earned = sum(c["weight"] for c in checks if c["status"] == "passed")
