@@ -6,6 +6,10 @@ calls: ``student.softmax(z)`` sends ``z`` as plain data, waits at most the time
 limit, and returns the plain-data answer. The process is killed, with every
 process it started, on a timeout or when the check is done; a crash or a
 timeout becomes a :class:`StudentError` with a reason a student can act on.
+After ``MAX_TIMEOUTS`` timed-out calls every later call fails at once (status
+timeout, "not run"), so code that hangs in every call costs two time limits,
+not one per check. At grading, ``jail`` is the sandbox of
+``autograder/sandbox.py``, which decides what the process can see.
 """
 
 import json
