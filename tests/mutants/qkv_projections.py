@@ -98,6 +98,11 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
+    "hard-coded-chapter": {"cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    # the chapter's printed attention output, whatever the input
+    return np.array([[-1.7320046213947808, 0.0, 0.0, -1.7320046213947808], [-1.0282743322440009, 0.0, 0.0, 1.2299049709514662], [0.02718839304049411, 0.0, 0.0, 2.0061696741989574], [-0.4903229560748786, 0.0, 0.0, 1.7517940943533918]])
+'''}},
 }
 
 CORRECT = {
