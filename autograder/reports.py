@@ -325,11 +325,12 @@ def feedback_page(record, course=None, written=None):
            f"<span class=bar><i style='width:{pct:.1f}%;background:{_colour(total, possible)}'></i></span></div>"]
     if written:
         done = [w for w in written.values() if w["graded"]]
-        out.append(f"<p class=note>Written answers, graded by hand: "
+        out.append(f"<p class=note>Autograded parts above; written answers, graded by hand: "
                    f"{sum(w['score'] for w in done):g} / {sum(w['max_score'] for w in written.values()):g}"
                    + ("" if len(done) == len(written) else " (some not graded yet)") + "</p>")
     else:
-        out.append("<p class=note>Written answers are graded by hand and are not included here.</p>")
+        out.append("<p class=note>Autograded parts above; written answers are graded by hand "
+                   "and are not included here.</p>")
     if len(record["parts"]) > 1:
         out.append("<table class=overview><tr><th>part</th><th></th><th>score</th></tr>")
         for part in record["parts"]:
