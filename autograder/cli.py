@@ -12,6 +12,7 @@
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 
@@ -182,12 +183,17 @@ def cmd_check(course, args):
 def cmd_demo(course, args):
     from autograder import cohort, release, reports
     folder = os.path.abspath(args.dir)
+    marker = os.path.join(folder, ".course-demo")
+    if os.path.isdir(folder) and os.listdir(folder) and not os.path.exists(marker):
+        print(f"error: {args.dir} exists and is not a demo folder; choose another --dir", file=sys.stderr)
+        return 2
+    if os.path.isdir(folder):        # start from nothing: an old gradebook would refuse new cells
+        shutil.rmtree(folder)
+    os.makedirs(folder)
+    open(marker, "w").close()
     print("1. releasing the assignments with nbgrader ...", flush=True)
     release.release(course)
     submitted = os.path.join(folder, "submitted")
-    if os.path.exists(submitted):
-        import shutil
-        shutil.rmtree(submitted)
     students = cohort.demo_cohort(course, submitted)
     print(f"2. demo cohort of {len(students)} students in {submitted}:")
     for name, what in students.items():
