@@ -33,7 +33,10 @@ def fmt(value, digits=4, limit=12):
         return text if len(text) < 120 else text[:117] + "..."
     if arr.ndim == 0:
         return f"{float(arr):.{digits}f}"
-    text = np.array2string(arr, separator=", ", threshold=limit, edgeitems=2, max_line_width=10**6,
+    if arr.size > limit:      # a long dump helps nobody: the shape and where it starts
+        head = ", ".join(f"{x:.{digits}f}" for x in arr.ravel()[:6])
+        return f"an array of shape {tuple(int(n) for n in arr.shape)} starting [{head}, ...]"
+    text = np.array2string(arr, separator=", ", max_line_width=10**6,
                            formatter={"float_kind": lambda x: f"{x:.{digits}f}"})
     return text.replace("\n", " ")
 
