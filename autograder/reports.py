@@ -80,6 +80,15 @@ def summary(batch, course=None):
                      "run the same command with --resume to finish")
     for r in sorted(failed, key=lambda r: (r["student"], r["assignment"])):
         lines.append(f"  - {r['student']}/{r['assignment']}: {r['problem']}")
+    odd = [(r, p) for r in records if not r.get("problem") for p in r["parts"]
+           if p["status"] in ("timeout", "error", "missing")]
+    if odd:
+        lines.append(f"parts that did not run normally ({len(odd)}; reasons in grades.csv):")
+        for r, p in sorted(odd, key=lambda rp: (rp[0]["student"], rp[1]["part"]))[:40]:
+            reason = p["reason"] if len(p["reason"]) <= 110 else p["reason"][:107] + "..."
+            lines.append(f"  - {r['student']}/{p['part']}: {p['status']}: {reason}")
+        if len(odd) > 40:
+            lines.append(f"  ... and {len(odd) - 40} more")
     by_part = {}
     for r in records:
         for p in r["parts"]:
