@@ -1,6 +1,7 @@
 """The show cells' pictures render headless (Agg), with the labels a reader needs."""
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -107,3 +108,33 @@ def test_importing_the_plots_needs_no_matplotlib_and_draws_headless(tmp_path):
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert (tmp_path / "headless.png").stat().st_size > 5000
+
+
+def test_loss_curves_mean_band_and_range(tmp_path):
+    curves = {"full": [[20.0, 3.0, 2.5, 2.2], [19.0, 3.1, 2.6, 2.3]], "no-value": [21.0, 3.2, 2.7, 2.4]}
+    ax = plots.loss_curves(curves, log_every=50, title="short run")
+    lines = ax.get_lines()
+    assert [line.get_label() for line in lines] == ["full", "no-value"]
+    assert list(lines[0].get_xdata()) == [50, 100, 150, 200]
+    assert list(lines[0].get_ydata()) == [19.5, 3.05, 2.55, 2.25]        # mean over the seeds
+    assert len(ax.collections) == 1                                   # a band only where there are seeds
+    assert ax.get_ylim()[1] < 5                                       # the first steps do not squash the rest
+    assert ax.get_title() == "short run"
+    ax.figure.savefig(tmp_path / "curves.png", dpi=80)
+    _nontrivial_png(tmp_path / "curves.png")
+    plt.close(ax.figure)
+
+
+def test_loss_bars_labels_means_seeds_and_reference(tmp_path):
+    losses = {"full": [1.867, 1.862, 1.879], "no-key": [1.888, 1.887, 1.875], "none-of-three": 2.017}
+    ax = plots.loss_bars(losses, title="two epochs", reference=("chapter", 1.907))
+    assert [t.get_text() for t in ax.get_xticklabels()] == list(losses)
+    texts = [t.get_text() for t in ax.texts]
+    assert texts == ["1.869", "1.883", "2.017"]
+    tops = [p.get_y() + p.get_height() for p in ax.patches]
+    assert tops == pytest.approx([1.869333, 1.883333, 2.017], abs=1e-5)
+    assert ax.get_ylim()[0] > 1.5                                     # differences of hundredths stay visible
+    assert "chapter: 1.907" in [t.get_text() for t in ax.get_legend().get_texts()]
+    ax.figure.savefig(tmp_path / "bars.png", dpi=80)
+    _nontrivial_png(tmp_path / "bars.png")
+    plt.close(ax.figure)

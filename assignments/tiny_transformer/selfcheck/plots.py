@@ -155,3 +155,87 @@ def entropy_curves(d_values, raw, scaled, ax=None, *, n_keys=8):
     if own_figure:
         ax.figure.tight_layout()
     return ax
+
+
+def _runs(values):
+    """One curve (or loss) or several, one per seed, as a 2-D (or 1-D) float array."""
+    arr = np.asarray(values, dtype=float)
+    return arr if arr.ndim == 2 else arr[None, :] if arr.ndim == 1 else arr.reshape(1, -1)
+
+
+def loss_curves(curves, log_every=100, ax=None, title=None, *, skip=0.1):
+    """Training-loss curves of several model variants on one set of axes.
+
+    ``curves`` maps a variant to its curve (the mean loss of every ``log_every``
+    steps) or to a list of curves, one per seed: then the line is their mean and
+    a band spans the lowest to the highest. The first ``skip`` of training (10%, at least one point)
+    starts far above the rest and is left out of the y range, not of the lines.
+    """
+    own_figure = ax is None
+    ax = _axes(ax, (6.4, 4.2))
+    lows, tops = [], []
+    for name, values in curves.items():
+        runs = _runs(values)
+        x = np.arange(1, runs.shape[1] + 1) * log_every
+        mean = runs.mean(axis=0)
+        (line,) = ax.plot(x, mean, lw=1.4, label=str(name))
+        if len(runs) > 1:
+            ax.fill_between(x, runs.min(axis=0), runs.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
+        start = min(max(1, int(skip * runs.shape[1])), runs.shape[1] - 1)
+        lows.append(np.nanmin(runs))
+        tops.append(np.nanmax(runs[:, start:]))
+    if lows and np.isfinite(lows).all() and np.isfinite(tops).all():
+        span = max(tops) - min(lows)
+        ax.set_ylim(min(lows) - 0.05 * span - 0.01, max(tops) + 0.05 * span + 0.01)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(f"training loss (mean of each {log_every} steps)")
+    if title:
+        ax.set_title(title)
+    ax.legend(frameon=False)
+    ax.grid(alpha=0.3)
+    if own_figure:
+        ax.figure.tight_layout()
+    return ax
+
+
+def loss_bars(losses, ax=None, title=None, *, reference=None, digits=3):
+    """Final test loss of each variant as a bar, labelled with its value.
+
+    ``losses`` maps a variant to a loss or to a list of losses (one per seed;
+    the bar is their mean, a dot marks each seed and whiskers span the lowest to
+    the highest). The y axis starts near the lowest loss, so differences of a
+    few hundredths are visible. ``reference`` is an optional ``(label, value)``
+    drawn as a dashed line, e.g. the chapter's full model.
+    """
+    own_figure = ax is None
+    names = [str(name) for name in losses]
+    runs = [np.atleast_1d(np.asarray(losses[name], dtype=float)) for name in losses]
+    means = np.array([r.mean() for r in runs])
+    ax = _axes(ax, (6.4, 4.2))
+    lo = min(float(r.min()) for r in runs)
+    hi = max(float(r.max()) for r in runs)
+    if reference is not None:
+        lo, hi = min(lo, reference[1]), max(hi, reference[1])
+    span = max(hi - lo, 0.02)
+    bottom = lo - 0.3 * span
+    errors = np.array([[m - r.min(), r.max() - m] for m, r in zip(means, runs)]).T
+    bars = ax.bar(range(len(names)), means - bottom, bottom=bottom, color="#4c72b0", alpha=0.8,
+                  yerr=errors if any(len(r) > 1 for r in runs) else None, capsize=4)
+    for i, (bar, r) in enumerate(zip(bars, runs)):
+        if len(r) > 1:
+            ax.plot([i] * len(r), r, "k.", ms=4)
+        ax.annotate(f"{means[i]:.{digits}f}", (bar.get_x() + bar.get_width() / 2, bottom + 0.04 * span),
+                    ha="center", va="bottom", fontsize=9, color="white", fontweight="bold")
+    if reference is not None:
+        ax.axhline(reference[1], color="k", ls="--", lw=1, label=f"{reference[0]}: {reference[1]:.{digits}f}")
+        ax.legend(loc="upper left", frameon=False)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names)
+    ax.set_ylim(bottom, hi + 0.25 * span)
+    ax.set_ylabel("test loss (nats per character)")
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3, axis="y")
+    if own_figure:
+        ax.figure.tight_layout()
+    return ax
