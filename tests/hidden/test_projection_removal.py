@@ -1,0 +1,256 @@
+"""Hidden suite, part projection_removal (the WeightedAttention layer and its removal switch).
+
+The student's layer runs in its own process and is reached through the probe
+selfcheck/probes/projection_removal.py; the same probe functions run on the
+reference layer here, in the grader's process. Random widths, inputs and
+weights (set by attribute, so names do not matter) keep expected values
+unpredictable; they are never printed. The short training run is seeded, so a
+correct layer reproduces the reference's losses (stated tolerance below).
+Grading never runs the student's own experiment.
+"""
+
+import contextlib
+import ctypes
+import math
+
+import numpy as np
+import pytest
+
+from selfcheck.checks import close, equal, that, weight
+from selfcheck.probes import projection_removal as probe
+
+RNG = np.random.default_rng(20261205)
+PROJ = ("query", "key", "value")
+MODES = {"full": (), "no-query": ("query",), "no-key": ("key",), "no-value": ("value",),
+         "none-of-three": PROJ}
+CHAPTER_COUNTS = {"full": 109_889, "no-query": 101_569, "no-key": 101_569, "no-value": 101_569,
+                  "none-of-three": 84_929}
+
+# The short training run: 300 steps of the chapter's model on the training split, test loss on
+# the first 100 test batches; about one CPU second per variant. A correct layer written any
+# way gives the reference's losses to within float32 rounding; the tolerance is below the
+# gaps between variants at this budget (0.015 or more for the orderings below).
+STEPS, TEST_BATCHES, LOG_EVERY = 300, 100, 50
+SEED = int(RNG.choice(8))              # seeds 0-7 were checked to keep every ordering below
+TEST_TOLERANCE = 0.01                  # nats, on the test loss
+CURVE_TOLERANCE = (0.005, 0.02)        # relative, absolute, on each 50-step mean training loss
+# Orderings of the test loss that held in every one of seeds 0-7 at this budget.
+ROBUST = [("full", "no-query"), ("full", "no-key"), ("no-value", "no-query"), ("no-value", "no-key"),
+          ("full", "none-of-three"), ("no-value", "none-of-three")]
+
+
+def random_weights(width, scale=0.6):
+    return {p: (RNG.normal(0, scale, (width, width)), RNG.normal(0, scale, width))
+            for p in PROJ + ("out",)}
+
+
+def softmax(z, axis=-1):
+    z = z - np.max(z, axis=axis, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def attention(x, weights, remove=(), *, scale="sqrt", mask="before", axis=-1, out=True, value="value",
+              transposed=False):
+    """The layer in plain numpy, with switches that reproduce the usual mistakes."""
+    E = x.shape[-1]
+
+    def project(name, source=None):
+        W, b = weights[source or name]
+        return x if name in remove else x @ W + b
+
+    q, k = project("query"), project("key")
+    v = project("value", value)
+    scores = k @ np.swapaxes(q, -1, -2) if transposed else q @ np.swapaxes(k, -1, -2)
+    scores = scores / {"sqrt": math.sqrt(E), "E": E, "none": 1.0, "8": 8.0}[scale]
+    T = x.shape[-2]
+    keep = np.tril(np.ones((T, T), dtype=bool))
+    if mask == "before":
+        a = softmax(np.where(keep, scores, -1e9), axis)
+    elif mask == "after":
+        a = np.where(keep, softmax(scores, axis), 0.0)
+    else:
+        a = softmax(scores, axis)
+    mixed = a @ v
+    W, b = weights["out"]
+    return mixed @ W + b if out else mixed
+
+
+def forward_mistakes(x, weights, remove):
+    return [
+        ("the removed projection was still applied: `remove` made no difference", attention(x, weights)),
+        ("the scores were divided by E instead of sqrt(E)", attention(x, weights, remove, scale="E")),
+        ("the scores were divided by 8 = sqrt(64), the chapter's width, not sqrt of this layer's width",
+         attention(x, weights, remove, scale="8")),
+        ("the scores were not scaled at all", attention(x, weights, remove, scale="none")),
+        ("no causal mask: every position sees the future", attention(x, weights, remove, mask="none")),
+        ("the mask was applied after the softmax, so rows no longer sum to 1",
+         attention(x, weights, remove, mask="after")),
+        ("the softmax ran over the queries (axis -2) instead of the keys (axis -1)",
+         attention(x, weights, remove, axis=-2)),
+        ("the output projection `out` was skipped", attention(x, weights, remove, out=False)),
+        ("the values came from the query projection", attention(x, weights, remove, value="query")),
+        ("the scores were k q^T (transposed): position i then weighs keys by the wrong row",
+         attention(x, weights, remove, transposed=True)),
+    ]
+
+
+def width():
+    return int(RNG.choice([5, 6, 7, 9, 10, 12]))
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_forward_every_mode(student, reference, mode):
+    """the layer's output on random inputs and random weights, against the reference"""
+    remove = MODES[mode]
+    for trial in range(2):
+        E, T = width(), int(RNG.integers(4, 8))
+        weights = random_weights(E)
+        x = RNG.normal(size=(2, T, E))
+        got = student.probe("projection_removal", "forward", E, remove, weights, x)
+        expected = probe.forward(vars(reference), E, remove, weights, x)
+        close(got, expected, f"WeightedAttention({E}, remove={remove}) on a random x of shape (2, {T}, {E})",
+              reveal=False, rtol=1e-5, atol=1e-7,
+              mistakes=[m for m in forward_mistakes(x, weights, remove) if mode != "full" or "remove" not in m[0]])
+
+
+@weight(2)
+def test_parameter_counts_chapter_model(student, reference):
+    """parameters of the chapter's model (vocabulary 65, E = 64, 2 blocks) in every mode"""
+    for mode, remove in MODES.items():
+        got = student.probe("projection_removal", "model_parameters", 65, 64, remove)
+        expected = probe.model_parameters(vars(reference), 65, 64, remove)
+        assert expected == CHAPTER_COUNTS[mode]
+        kept_anyway = CHAPTER_COUNTS["full"]
+        equal(got, expected, f"parameters of GPT(65, WeightedAttention, remove={remove})",
+              source="the chapter's configuration",
+              mistakes=[("removed but parameters kept: the removed projection's Linear is still in the model "
+                         "(set the attribute to None so its parameters are gone)", kept_anyway)]
+              if remove else [])
+
+
+def test_parameter_counts_random_widths(student, reference):
+    """parameters and kept projections of single layers of random widths"""
+    for mode, remove in MODES.items():
+        E = width()
+        got = student.probe("projection_removal", "describe", E, remove)
+        expected = probe.describe(vars(reference), E, remove)
+        equal(got["parameters"], expected["parameters"], f"parameters of WeightedAttention({E}, remove={remove})",
+              reveal=False,
+              mistakes=[("removed but parameters kept: the removed projection's Linear is still in the layer "
+                         "(set the attribute to None so its parameters are gone)", 4 * (E * E + E))])
+        kept = [p for p in got["kept"] if p in remove]
+        that(not kept, f"WeightedAttention({E}, remove={remove}) still holds a {', '.join(kept)} Linear with "
+                       "parameters: removed but parameters kept (set the attribute to None)")
+
+
+@pytest.mark.parametrize("removed", PROJ)
+def test_removed_projection_is_the_identity(student, reference, removed):
+    """with one projection removed, the layer equals the full layer whose removed projection is the identity"""
+    E, T = width(), int(RNG.integers(4, 8))
+    weights = random_weights(E)
+    x = RNG.normal(size=(2, T, E))
+    identity = dict(weights, **{removed: (np.eye(E), np.zeros(E))})
+    got = student.probe("projection_removal", "forward", E, (removed,), weights, x)
+    expected = probe.forward(vars(reference), E, (), identity, x)
+    close(got, expected, f"WeightedAttention({E}, remove=('{removed}',)) against the full layer with "
+                         f"{removed} weight = I and bias = 0", reveal=False, rtol=1e-5, atol=1e-7,
+          mistakes=[(f"the {removed} projection was still applied although it was removed",
+                     attention(x, weights)),
+                    ("zeros (or nothing) were used in place of the removed projection, not x itself",
+                     attention(x, dict(weights, **{removed: (np.zeros((E, E)), np.zeros(E))})))])
+
+
+@weight(2)
+@pytest.mark.parametrize("mode", ["full", "none-of-three"])
+def test_gradients_finite_differences(student, reference, mode):
+    """backward() through the layer: against central finite differences and the reference's gradients"""
+    remove = MODES[mode]
+    E, T = 4, 4
+    weights = random_weights(E)
+    x, upstream = RNG.normal(size=(1, T, E)), RNG.normal(size=(1, T, E))
+    got = student.probe("projection_removal", "gradients", E, remove, weights, x, upstream)
+    expected = probe.gradients(vars(reference), E, remove, weights, x, upstream)
+    that(not got["none"], f"WeightedAttention({E}, remove={remove}): backward() left no gradient in "
+                          + ", ".join(got["none"]) + ". Every kept projection must take part in the output, through "
+                          "Tensor operations (@, .transpose, *, the mask and softmax layers); numpy on .data "
+                          "cuts the graph.")
+    for key, ref in expected["analytic"].items():
+        that(key in got["analytic"], f"WeightedAttention({E}, remove={remove}): no gradient for {key}")
+        close(got["analytic"][key], got["numeric"][key],
+              f"gradient of {key} from backward() against central finite differences of your forward pass",
+              reveal=False, rtol=1e-4, atol=1e-6)
+        close(got["analytic"][key], ref, f"gradient of {key} against the reference", reveal=False,
+              rtol=1e-5, atol=1e-7)
+
+
+@contextlib.contextmanager
+def one_blas_thread():
+    """OpenBLAS on one thread for a block (as in the student's process, which starts with
+    OPENBLAS_NUM_THREADS=1): at this model size more threads only spin and burn CPU time."""
+    lib = None
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = sorted({line.split()[-1] for line in fh if "openblas" in line.lower() and "/" in line})
+        for path in paths:
+            candidate = ctypes.CDLL(path)
+            for prefix in ("scipy_openblas", "openblas"):
+                for suffix in ("64_", ""):
+                    if hasattr(candidate, f"{prefix}_set_num_threads{suffix}"):
+                        lib = (getattr(candidate, f"{prefix}_set_num_threads{suffix}"),
+                               getattr(candidate, f"{prefix}_get_num_threads{suffix}"))
+                        break
+                if lib:
+                    break
+            if lib:
+                break
+    except OSError:
+        lib = None
+    if lib is None:
+        yield
+        return
+    before = lib[1]()
+    lib[0](1)
+    try:
+        yield
+    finally:
+        lib[0](before)
+
+
+def _reference_run(reference, mode):
+    """The reference's short run, in this process; identical for every student, so kept per worker."""
+    cache = vars(reference).setdefault("_projection_removal_runs", {})
+    key = (mode, STEPS, SEED, TEST_BATCHES)
+    if key not in cache:
+        with one_blas_thread():
+            cache[key] = probe.short_run(vars(reference), MODES[mode], STEPS, SEED, TEST_BATCHES, LOG_EVERY)
+    return cache[key]
+
+
+_RUNS = {}      # this student's short runs (the module is loaded afresh for every student)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_short_training_run(student, reference, mode):
+    """300 seeded training steps of the chapter's model with your layer: losses against the reference run"""
+    got = student.probe("projection_removal", "short_run", MODES[mode], STEPS, SEED, TEST_BATCHES, LOG_EVERY)
+    _RUNS[mode] = got
+    expected = _reference_run(reference, mode)
+    what = f"{mode}, {STEPS} steps from seed {SEED}"
+    losses = np.asarray(got["losses"], dtype=float)
+    that(np.all(np.isfinite(losses)) and np.isfinite(got["test_loss"]),
+         f"{what}: the training loss became nan or inf (is the mask applied before the softmax?)")
+    close(got["losses"], expected["losses"], f"{what}: training loss, mean of every {LOG_EVERY} steps",
+          reveal=False, rtol=CURVE_TOLERANCE[0], atol=CURVE_TOLERANCE[1])
+    close(got["test_loss"], expected["test_loss"], f"{what}: test loss on the first {TEST_BATCHES} test batches",
+          source=f"tolerance {TEST_TOLERANCE} nats", reveal=False, rtol=0, atol=TEST_TOLERANCE)
+
+
+def test_short_run_orderings(student, reference):
+    """the orderings of the variants' test losses that hold for every seed at 300 steps"""
+    missing = [m for m in MODES if m not in _RUNS]
+    that(not missing, "the short training runs of " + ", ".join(missing) + " did not finish")
+    for lower, higher in ROBUST:
+        a, b = _RUNS[lower]["test_loss"], _RUNS[higher]["test_loss"]
+        that(a < b, f"after {STEPS} steps from seed {SEED}, {lower} should end below {higher} (it does for "
+                    f"every seed with the reference layer); yours: {lower} {a:.4f}, {higher} {b:.4f}")
