@@ -32,9 +32,18 @@ release: $(STAMP)
 	$(BIN)/course release
 
 # Seconds per submission of `course grade --jobs 1` and `--jobs N` against plain
-# `nbgrader autograde` on the same synthetic cohort, and the self-check's wall time.
+# `nbgrader autograde` on the same synthetic cohort, and the self-check's wall time; then one
+# training step of the weighted-attention model, the course framework against PyTorch eager
+# (when torch is installed: $(BIN)/pip install torch, CPU wheel; never a dependency).
 bench: $(STAMP)
 	$(BIN)/python bench/grading.py
+	$(BIN)/python bench/train_step.py
+
+# The chapter's projection-removal experiment: every variant, 2 epochs, 3 seeds, 2 processes
+# (about 25 minutes here), with a progress bar; results and plots in data/, the notebook's
+# summary in solutions/weighted_attention/reference_results.json. Runs already done are kept.
+experiment: $(STAMP)
+	$(BIN)/course experiment --jobs 2
 
 clean:
 	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db grades.csv \

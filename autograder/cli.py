@@ -8,6 +8,7 @@
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course demo               release, build a demo cohort, grade it, print the table
+    course experiment         the projection-removal experiment (autograder/experiment.py; --help)
 """
 
 import argparse
@@ -209,6 +210,12 @@ def cmd_demo(course, args):
     return 0
 
 
+def cmd_experiment(course, args):
+    from autograder import experiment
+    experiment.main(args.args)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -240,12 +247,19 @@ def main(argv=None):
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
     d.add_argument("--dir", default="demo", help="working folder for the demo (default: demo/)")
     d.add_argument("--jobs", type=int, default=None)
-    args = parser.parse_args(argv)
+    x = sub.add_parser("experiment", add_help=False,
+                       help="the chapter's projection-removal experiment: results and plots in data/")
+    x.add_argument("args", nargs=argparse.REMAINDER, help="passed on (course experiment --help)")
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "experiment":
+        parser.error("unrecognized arguments: " + " ".join(extra))
+    if args.command == "experiment":
+        args.args = extra + args.args
     try:
         course = config.load(args.config)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
                 "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
-                "demo": cmd_demo}[args.command](course, args)
+                "demo": cmd_demo, "experiment": cmd_experiment}[args.command](course, args)
     except config.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
