@@ -247,9 +247,9 @@ def main(argv=None):
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
     d.add_argument("--dir", default="demo", help="working folder for the demo (default: demo/)")
     d.add_argument("--jobs", type=int, default=None)
-    x = sub.add_parser("experiment", add_help=False,
+    xp = sub.add_parser("experiment", add_help=False,
                        help="the chapter's projection-removal experiment: results and plots in data/")
-    x.add_argument("args", nargs=argparse.REMAINDER, help="passed on (course experiment --help)")
+    xp.add_argument("args", nargs=argparse.REMAINDER, help="passed on (course experiment --help)")
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "experiment":
         parser.error("unrecognized arguments: " + " ".join(extra))
