@@ -26,9 +26,14 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
     Only submissions that changed (or whose grader or suites changed) are graded,
     unless ``force``. Returns the batch (iterable over every submission's record).
     """
-    from autograder import grading, nbgrader_bridge
+    from autograder import corpus, grading, nbgrader_bridge
     from autograder.progress import Progress
     submissions = grading.find_submissions(course, submitted)
+    if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
+        try:                     # a missing corpus is the grader's problem, not the students'
+            corpus.find(course)
+        except RuntimeError as exc:
+            raise FileNotFoundError(str(exc)) from None
     out = os.path.abspath(out)
     nbgrader_bridge.write_course_folder(course, out)
     progress = None if quiet else Progress(stream or sys.stderr)

@@ -47,7 +47,6 @@ class Course:
     time_per_test: float
     memory_mb: int
     assignments: list
-    data: dict
 
     def assignment(self, assignment_id):
         for a in self.assignments:
@@ -105,7 +104,7 @@ def load(path=None):
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments", "data"),
+    _keys(name, raw, ("course_id", "limits", "assignments"),
           ("course_id", "limits", "assignments"))
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "memory_mb"),
           ("time_per_test", "memory_mb"))
@@ -150,4 +149,4 @@ def load(path=None):
             _number(f"{where}.written.{cell}", pts)
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
-                  assignments, raw.get("data") or {})
+                  assignments)

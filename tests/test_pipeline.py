@@ -166,3 +166,20 @@ def test_course_check_exit_codes(course, tmp_path):
     good = cohort.write(cohort.solved(course, assignment), str(tmp_path), "b", assignment)
     assert cli.main(["check", stub]) != 0
     assert cli.main(["check", good]) == 0
+
+
+def test_a_missing_corpus_stops_grading_with_one_line(course, tmp_path, monkeypatch, capsys):
+    from autograder import cli, cohort, corpus
+    needing = [a for a in course.assignments if corpus.needs_corpus(course, a)]
+    if not needing:
+        pytest.skip("no assignment trains on the corpus")
+
+    def missing(course):
+        raise RuntimeError("tinyshakespeare not found: looked in data/tinyshakespeare.txt. "
+                           "Fix: set TINYSHAKESPEARE=/path/to/tinyshakespeare.txt")
+
+    monkeypatch.setattr(corpus, "find", missing)
+    cohort.write(cohort.stub(course, needing[0]), str(tmp_path / "submitted"), "s", needing[0])
+    assert cli.main(["grade", str(tmp_path / "submitted"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "tinyshakespeare not found" in err and len(err.strip().splitlines()) == 1

@@ -47,7 +47,7 @@ __all__ = [
     "linear", "embedding", "causal_mask", "softmax", "gelu", "cross_entropy",
     "AdamW", "WarmupCosine", "GPT", "Block",
     "load_corpus", "corpus_candidates", "CharDataset", "train", "evaluate", "sample", "gradient_check",
-    "CORPUS_URL", "CORPUS_SHA256",
+    "CORPUS_URL", "CORPUS_SHA256", "find_corpus",
 ]
 
 
@@ -758,8 +758,8 @@ def _download(url, timeout):
         return response.read()
 
 
-def load_corpus(path=None, *, download=True, timeout=10.0):
-    """Return the text of tinyshakespeare (1,115,394 characters).
+def find_corpus(path=None, *, download=True, timeout=10.0):
+    """The path of a verified copy of tinyshakespeare (1,115,394 characters).
 
     Looks, in order: `path` if given (and nowhere else); $TINYSHAKESPEARE;
     ./tinyshakespeare.txt and the file beside this module; data/ and
@@ -773,9 +773,8 @@ def load_corpus(path=None, *, download=True, timeout=10.0):
     problems = []
     for candidate in candidates:
         if candidate.is_file():
-            raw = candidate.read_bytes()
-            if _sha256(raw) == CORPUS_SHA256:
-                return raw.decode("utf-8")
+            if _sha256(candidate.read_bytes()) == CORPUS_SHA256:
+                return candidate
             problems.append(f"{candidate} has the wrong sha256")
     if path is None and download:
         cache = CACHE_PATH.expanduser()
@@ -787,7 +786,7 @@ def load_corpus(path=None, *, download=True, timeout=10.0):
             tmp = cache.with_suffix(".part")
             tmp.write_bytes(raw)
             tmp.replace(cache)
-            return raw.decode("utf-8")
+            return cache
         except Exception as error:  # no network, proxy, bad file: all end in the message below
             problems.append(f"download from {CORPUS_URL} failed ({type(error).__name__}: {error})")
     looked = ", ".join(str(c) for c in candidates)
@@ -796,6 +795,11 @@ def load_corpus(path=None, *, download=True, timeout=10.0):
         f"tinyshakespeare not found (sha256 {CORPUS_SHA256[:12]}...): looked in {looked}{extra}. "
         f"Fix: put {CORPUS_NAME} beside the notebook or set TINYSHAKESPEARE=/path/to/{CORPUS_NAME}."
     )
+
+
+def load_corpus(path=None, *, download=True, timeout=10.0):
+    """The text of tinyshakespeare, found as :func:`find_corpus` says."""
+    return find_corpus(path, download=download, timeout=timeout).read_text(encoding="utf-8")
 
 
 class CharDataset:
