@@ -1,12 +1,14 @@
 """Part projection_removal (the WeightedAttention layer): realistic mistakes, and correct layers written differently.
 
-Each entry replaces the solution cell `weighted_attention` of the reference notebook. Every
+Each entry replaces the solution cell `weighted_attention` of the reference notebook; the
+given lines of that cell are written once below (`_layer`), so an entry shows only what a
+student wrote in the two regions: (a) removing projections, (b) the forward pass. Every
 mistake must lose points in this part; every correct variant must earn full marks
 (tests/test_mutants.py). The entry marked ``demo`` is a student of the `course demo` cohort.
 """
 
-MISTAKES = {
-    "removed-but-parameters-kept": {"demo": True, "cells": {"weighted_attention": '''
+# The cell as released, up to region (a), and between regions (a) and (b).
+_GIVEN = '''
 class WeightedAttention(Module):
     """Causal self-attention with one head as wide as the embedding.
 
@@ -35,450 +37,134 @@ class WeightedAttention(Module):
         self.softmax = Softmax(axis=-1)
         # (a) Remove the projections named in `remove`: afterwards the attribute is
         #     None, and the model no longer counts or trains its parameters.
-        pass   # the removed projections are simply not used in forward
+'''
+
+_BETWEEN = '''
 
     def forward(self, x):
         """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
         # (b) Q, K and V from the projections (or x itself where one is removed), the
         #     scores scaled by the square root of the width, the causal mask, the
         #     softmax over the keys, the weighted sum of the values, then `out`.
+'''
+
+
+def _layer(removal, forward):
+    """The `weighted_attention` cell with regions (a) and (b) filled in."""
+    return {"weighted_attention": _GIVEN + removal.strip("\n") + _BETWEEN + forward.strip("\n") + "\n"}
+
+
+MISTAKES = {
+    "removed-but-parameters-kept": {"demo": True, "cells": _layer('''
+        pass   # the removed projections are simply not used in forward
+''', '''
         q = x if 'query' in self.remove else self.query(x)
         k = x if 'key' in self.remove else self.key(x)
         v = x if 'value' in self.remove else self.value(x)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "scale-by-width": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "scale-by-width": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (q @ k.transpose(-2, -1)) / self.embed_size
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "hard-coded-scale-of-64": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "hard-coded-scale-of-64": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (q @ k.transpose(-2, -1)) / 8.0   # sqrt(64)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "no-mask": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "no-mask": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(scores)
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "mask-after-softmax": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "mask-after-softmax": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.mask(self.softmax(scores))
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "softmax-over-queries": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "softmax-over-queries": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = F.softmax(self.mask(scores), axis=-2)
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "out-projection-skipped": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "out-projection-skipped": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return weights @ v
-'''}},
-    "value-from-query": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "value-from-query": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)
         k = x if self.key is None else self.key(x)
         v = x if self.value is None else self.query(x)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "remove-ignored": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "remove-ignored": {"cells": _layer('''
         pass
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q, k, v = self.query(x), self.key(x), self.value(x)
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "keys-transposed-wrong": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "keys-transposed-wrong": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scores = (k @ q.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
-    "softmax-in-numpy-cuts-the-gradient": {"cells": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+''')},
+    "softmax-in-numpy-cuts-the-gradient": {"cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
@@ -487,141 +173,42 @@ class WeightedAttention(Module):
         e = np.exp(s - s.max(axis=-1, keepdims=True))
         weights = Tensor(e / e.sum(axis=-1, keepdims=True))
         return self.out(weights @ v)                                 # (B, T, E)
-'''}},
+''')},
 }
 
 CORRECT = {
-    "minus-inf-mask-scale-query-first": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+    "minus-inf-mask-scale-query-first": _layer('''
         for projection in ("query", "key", "value"):
             if projection in remove:
                 setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = x if self.query is None else self.query(x)               # (B, T, E)
         k = x if self.key is None else self.key(x)                   # (B, T, E)
         v = x if self.value is None else self.value(x)               # (B, T, E)
         scaled = q * (1 / self.embed_size ** 0.5)
         weights = F.softmax(F.causal_mask(scaled @ k.T, fill=-np.inf))
         return self.out(weights @ v)                                 # (B, T, E)
-'''},
-    "additive-mask-and-getattr": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+'''),
+    "additive-mask-and-getattr": _layer('''
         for projection in remove:
             setattr(self, projection, None)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q, k, v = [x if getattr(self, p) is None else getattr(self, p)(x) for p in ("query", "key", "value")]
         T = x.shape[-2]
         blocked = Tensor(np.triu(np.full((T, T), -1e9, dtype=np.float32), k=1))
         scores = q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]) + blocked
         weights = scores.softmax(axis=-1)
         return self.out(weights @ v)                                 # (B, T, E)
-'''},
-    "delete-attributes": {"weighted_attention": '''
-class WeightedAttention(Module):
-    """Causal self-attention with one head as wide as the embedding.
-
-    q = query(x), k = key(x), v = value(x)          each (B, T, E)
-    weights = softmax(mask(q k^T / sqrt(E)))        (B, T, T), row i sums to 1 over j <= i
-    output = out(weights v)                         (B, T, E)
-
-    remove: any of "query", "key", "value". A removed projection is gone from
-    the model (no parameters) and x itself is used in its place.
-    """
-
-    def __init__(self, embed_size, remove=(), *, name="attention"):
-        remove = set(remove)
-        unknown = remove - {"query", "key", "value"}
-        if unknown:
-            raise ValueError(f"remove: only query, key and value can be removed, not {sorted(unknown)}")
-        self.embed_size = embed_size
-        self.remove = remove
-        # Given: all four projections, always created in this order and under these
-        # names, so every variant starts from the same weights for the layers it keeps.
-        self.query = Linear(embed_size, embed_size, name=f"{name}.query")
-        self.key = Linear(embed_size, embed_size, name=f"{name}.key")
-        self.value = Linear(embed_size, embed_size, name=f"{name}.value")
-        self.out = Linear(embed_size, embed_size, name=f"{name}.out")
-        self.mask = CausalMask()
-        self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+'''),
+    "delete-attributes": _layer('''
         for projection in sorted(remove):
             delattr(self, projection)
-
-    def forward(self, x):
-        """x: a Tensor (B, T, E) -> a Tensor (B, T, E)."""
-        # (b) Q, K and V from the projections (or x itself where one is removed), the
-        #     scores scaled by the square root of the width, the causal mask, the
-        #     softmax over the keys, the weighted sum of the values, then `out`.
+''', '''
         q = self.query(x) if hasattr(self, "query") else x
         k = self.key(x) if hasattr(self, "key") else x
         v = self.value(x) if hasattr(self, "value") else x
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
-'''},
+'''),
 }
