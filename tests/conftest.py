@@ -39,6 +39,15 @@ def pytest_configure(config):
     os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+def pytest_sessionstart(session):
+    """Grading trains on the corpus: without it, say so once instead of failing dozens of tests."""
+    from autograder import corpus
+    try:
+        corpus.find(config.load())
+    except RuntimeError as exc:
+        pytest.exit(f"the tests grade training runs and need the corpus: {exc}", returncode=1)
+
+
 def pytest_terminal_summary(terminalreporter, config):
     """The mutation check's counts (tests/test_mutants.py) and the isolation grading used."""
     lines = getattr(config, "_course_summary", [])
