@@ -50,7 +50,7 @@ def _support_files(course, assignment, workdir):
 def which_notebook(nb, release):
     """None when ``nb`` is plausibly this assignment's notebook, else the reason it is not."""
     expected = set(solution_ids(release))
-    found = {gid for gid in solution_ids(nb)} & expected
+    found = set(solution_ids(nb)) & expected
     if expected and not found:
         return "this is not this assignment's notebook (none of its solution cells are in it)"
     return None

@@ -32,7 +32,6 @@ def reference_namespace(course, assignment):
         cells, _ = program(nb)
         ns = {"__name__": "reference"}
         folder = course.source(assignment)
-        import sys
         sys.path.insert(0, folder)
         try:
             for label, code in cells:
