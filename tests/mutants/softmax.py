@@ -59,6 +59,13 @@ def attend(q, K, V):
     alpha = softmax(K @ q / np.sqrt(q.shape[0]))
     return alpha, alpha @ K
 '''}},
+    "attend-scales-query-in-place": {"cells": {"attend": '''
+def attend(q, K, V):
+    q = np.asarray(q)
+    q /= math.sqrt(q.shape[0])          # changes the caller's query
+    alpha = softmax(np.asarray(K) @ q)
+    return alpha, alpha @ np.asarray(V)
+'''}},
     "hard-coded-chapter": {"cells": {"attend": '''
 def attend(q, K, V):
     alpha = np.array([0.336944882926855, 0.3019383367816182, 0.3611167802915269])
