@@ -39,7 +39,10 @@ def _grade(task):
     course, assignment_id, student, path = task
     record = grade_submission(course, assignment_id, student, path)
     part = record["parts"][0]
-    return {k: part[k] for k in ("part", "score", "max_score", "status", "reason")}
+    result = {k: part[k] for k in ("part", "score", "max_score", "status", "reason")}
+    result["hidden"] = {c["name"] for c in part["checks"] if c["visibility"] == "hidden"}
+    result["failing"] = {c["name"] for c in part["checks"] if c["status"] != "passed"}
+    return result
 
 
 def _cases(assignment, part):
@@ -51,6 +54,7 @@ def _cases(assignment, part):
     stubs = {grade_id(c): source(c) for c in release["cells"] if grade_id(c)}
     others = [cell for other in assignment.parts if other.id != part.id for cell in other.cells]
     cases.append(("correct", f"only-{part.id}-written", {cell: stubs[cell] for cell in others}))
+    cases.append(("stub", f"{part.id}-untouched", {cell: stubs[cell] for cell in part.cells}))
     return cases
 
 
@@ -123,3 +127,15 @@ def test_a_mistake_never_reaches_another_part(graded, assignment, part):
                 continue        # other parts are stubs on purpose; this case checks its own part
             assert program(nb, release, reference, own) == program(solved, release, reference, own), \
                 (name, other.id)
+
+
+@pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
+def test_every_hidden_check_can_fail(graded, assignment, part):
+    """Each hidden check fails on the untouched stub and on at least one catalogued mistake."""
+    rows = graded[part.id]
+    hidden = set().union(*(r["hidden"] for *_, r in rows))
+    stub = next(r for _, kind, *_, r in rows if kind == "stub")
+    caught = set().union(*(r["failing"] for _, kind, *_, r in rows if kind == "mistake"))
+    assert hidden, f"{part.id}: no hidden checks ran"
+    assert not hidden - stub["failing"], f"{part.id}: pass on the stub: {sorted(hidden - stub['failing'])}"
+    assert not hidden - caught, f"{part.id}: no catalogued mistake fails {sorted(hidden - caught)}"
