@@ -3,6 +3,9 @@
 `solutions/` is nbgrader's source directory and `assignments/` its release
 directory; see autograder/nbgrader_bridge.py.
 """
+import os
+
 from autograder.nbgrader_bridge import configure
 
-configure(get_config())  # noqa: F821 - get_config is provided by nbgrader
+configure(get_config(),  # noqa: F821 - get_config is provided by nbgrader
+          course_yaml=os.path.join(os.path.dirname(os.path.abspath(__file__)), "course.yaml"))

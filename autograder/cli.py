@@ -55,7 +55,7 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
             stub = course.release(assignment, assignment.notebook)
             nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook,
                                   replacement=stub if unreadable else None)
-        error = nbgrader_bridge.autograde(course, assignment, out, os.path.join(out, "results"))
+        error = nbgrader_bridge.autograde(course, assignment, out)
         if error:
             print(f"nbgrader autograde reported a problem for {assignment.id}: {error.splitlines()[0]}",
                   file=sys.stderr)

@@ -212,6 +212,23 @@ def _worker(args):
     return record
 
 
+def grade_one(course, student, assignment, path, out):
+    """Grade one submission in a process of its own and keep its result, as `course grade` does.
+
+    For nbgrader's own autograde (the command, formgrader's button), which may run
+    inside a long-lived Jupyter server: the grading process is spawned, not forked
+    (the server has threads), and nothing it loads outlives it. A missing corpus
+    stops here with its one line, never as a student's 0.
+    """
+    from autograder import corpus
+    if corpus.needs_corpus(course, course.assignment(assignment)):
+        corpus.find(course)
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        record = pool.submit(_worker, (course, student, assignment, path, grader_version())).result()
+    write_result(out, record)
+    return record
+
+
 def _failed(course, student, assignment, path, exc, grader):
     return {"student": student, "assignment": assignment, "notebook": os.path.basename(path),
             "grader": grader, "sha256": file_sha256(path), "suites": {},

@@ -4,10 +4,13 @@ One function, :func:`settings`, says how nbgrader is configured for this
 course: ``solutions/`` is its source directory and ``assignments/`` its
 release directory. ``nbgrader_config.py`` at the course root and the one
 written into every grading folder both call it, so the CLI, formgrader and
-``course grade`` agree. Grading writes scores with nbgrader's own autograde
-converter, in which the kernel run is replaced by :class:`ApplyResults`: the
-test cells receive the verdicts of the hidden suites as their outputs, and
-nbgrader's SaveAutoGrades puts them in the gradebook.
+``course grade`` agree. In every one of them nbgrader's autograde never runs
+the student's notebook in a kernel (where a student could patch the checks):
+its kernel run is replaced by :class:`ApplyResults`, which writes the course
+grader's verdicts into the test cells (grading the submission first when it
+has no current result), and nbgrader's SaveAutoGrades puts them in the
+gradebook. So ``course grade``, ``nbgrader autograde`` and formgrader's
+Autograde button give the same scores.
 """
 
 import contextlib
@@ -44,13 +47,28 @@ def settings(course, out=None):
     c.OverwriteCells.add_missing_cells = True
     c.Execute.timeout = int(max(course.time_per_test, 1))
     c.Exchange.root = os.path.join(out, "exchange")
+    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
+    c.Autograde.sanitize_preprocessors = [
+        "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
+        "nbgrader.preprocessors.OverwriteKernelspec", "autograder.nbgrader_cells.RestoreCells",
+        "nbgrader.preprocessors.CheckCellMetadata"]
+    c.RestoreCells.add_missing_cells = True
+    # no kernel: the course grader's verdicts, graded here when a submission has none yet
+    c.Autograde.autograde_preprocessors = [
+        "autograder.nbgrader_bridge.ApplyResults",
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    c.ApplyResults.results_dir = os.path.join(out, "results")
+    c.ApplyResults.course_yaml = os.path.abspath(course.path)
     return c
 
 
-def configure(c, out=None):
-    """Called from an ``nbgrader_config.py``: apply this course's settings."""
+def configure(c, out=None, course_yaml=None):
+    """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``."""
     from autograder import config
-    c.merge(settings(config.load(), out))
+    c.merge(settings(config.load(course_yaml), out))
 
 
 def write_course_folder(course, out):
@@ -62,7 +80,8 @@ def write_course_folder(course, out):
         fh.write("# Written by `course grade`: this folder holds one batch's working state.\n"
                  "import os\n"
                  "from autograder.nbgrader_bridge import configure\n\n"
-                 "configure(get_config(), out=os.path.dirname(os.path.abspath(__file__)))  # noqa: F821\n")
+                 "configure(get_config(), out=os.path.dirname(os.path.abspath(__file__)),  # noqa: F821\n"
+                 f"          course_yaml={os.path.abspath(course.path)!r})\n")
 
 
 @contextlib.contextmanager
@@ -115,23 +134,11 @@ def register(course, assignment, out):
         generate(course, assignment, release_dir=scratch, out=out)
 
 
-def autograde(course, assignment, out, results_dir, student_id="*"):
-    """nbgrader autograde with the hidden suites' verdicts in place of a kernel run."""
+def autograde(course, assignment, out, student_id="*"):
+    """nbgrader autograde of results `course grade` has just written (none is graded again)."""
     from nbgrader.converters import Autograde
     cfg = settings(course, out)
-    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
-    cfg.Autograde.sanitize_preprocessors = [
-        "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
-        "nbgrader.preprocessors.OverwriteKernelspec", "autograder.nbgrader_cells.RestoreCells",
-        "nbgrader.preprocessors.CheckCellMetadata"]
-    cfg.RestoreCells.add_missing_cells = True
-    cfg.Autograde.autograde_preprocessors = [
-        "autograder.nbgrader_bridge.ApplyResults",
-        "nbgrader.preprocessors.SaveAutoGrades",
-        "nbgrader.preprocessors.AssignLatePenalties",
-        "nbgrader.preprocessors.CheckCellMetadata",
-    ]
-    cfg.ApplyResults.results_dir = os.path.abspath(results_dir)
+    cfg.ApplyResults.course_yaml = ""
     return _run(Autograde, cfg, assignment.id, student_id, force=True, create_student=True)
 
 
@@ -149,10 +156,6 @@ def export(course, out):
     return path
 
 
-def _result_path(results_dir, student, assignment):
-    return os.path.join(results_dir, student, f"{assignment}.json")
-
-
 try:
     from nbgrader.preprocessors.base import NbGraderPreprocessor
 except ImportError:  # pragma: no cover - nbgrader is a dependency
@@ -162,22 +165,43 @@ except ImportError:  # pragma: no cover - nbgrader is a dependency
 class ApplyResults(NbGraderPreprocessor):
     """Write each part's verdict into its test cell, as nbgrader scores test cells.
 
-    A part's score becomes the cell's ``execute_result`` (nbgrader's partial
-    credit) after a plain-text summary; a part with no verdict gets an error
-    output, so nbgrader scores it 0 rather than trusting an empty cell.
+    The verdicts are the course grader's, from ``results/<student>/<assignment>.json``.
+    With ``course_yaml`` set (every nbgrader command in a course folder: plain
+    ``nbgrader autograde``, formgrader's Autograde button), a submission whose
+    result is missing or stale is graded first, sandboxed and with the hidden
+    suites, and its result written as ``course grade`` writes it. A part's score
+    becomes the cell's ``execute_result`` (nbgrader's partial credit) after a
+    plain-text summary; a part with no verdict gets an error output, so nbgrader
+    scores it 0 rather than trusting an empty cell.
     """
 
-    results_dir = Unicode("", help="folder of results/<student>/<assignment>.json").tag(config=True)
+    results_dir = Unicode("", help="<course folder>/results, holding <student>/<assignment>.json").tag(config=True)
+    course_yaml = Unicode("", help="the course's course.yaml; when set, a submission without a "
+                                   "current result is graded before its verdicts are applied").tag(config=True)
+
+    def _parts(self, student, assignment_id, notebook):
+        """part id -> verdict for one submission, graded now if it has none that is current."""
+        from autograder import grading
+        out = os.path.dirname(os.path.abspath(self.results_dir))
+        record = grading.read_result(out, student, assignment_id)
+        if self.course_yaml:
+            from nbgrader.coursedir import CourseDirectory
+            from autograder import config
+            course = config.load(self.course_yaml)
+            coursedir = CourseDirectory(config=self.config)
+            path = os.path.join(coursedir.format_path(coursedir.submitted_directory, student, assignment_id),
+                                f"{notebook}.ipynb")
+            why = grading.stale(course, record, path)
+            if why:
+                self.log.info("Grading %s/%s with the course's suites (%s)", student, assignment_id, why)
+                record = grading.grade_one(course, student, assignment_id, path, out)
+        return {p["part"]: p for p in (record or {}).get("parts", [])}
 
     def preprocess(self, nb, resources):
         from nbgrader.utils import is_grade, is_solution
         from nbformat.v4 import new_output
         info = resources["nbgrader"]
-        try:
-            with open(_result_path(self.results_dir, info["student"], info["assignment"])) as fh:
-                parts = {p["part"]: p for p in json.load(fh)["parts"]}
-        except (OSError, ValueError, KeyError):
-            parts = {}
+        parts = self._parts(info["student"], info["assignment"], info.get("notebook"))
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
                 continue

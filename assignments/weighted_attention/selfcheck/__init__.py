@@ -44,3 +44,5 @@ def check(part, folder="."):
             print(f"  ok    {what}")
     print(f"{part}: {passed} of {len(tests)} public checks pass. "
           f"Grading adds {entry['hidden_checks']} hidden checks.")
+    if passed < len(tests):
+        raise AssertionError(f"{part}: {len(tests) - passed} of {len(tests)} public checks failed (see above)")
