@@ -82,14 +82,30 @@ def _where(out):
             f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html")
 
 
-def cmd_release(course, args):
+def _release(course):
+    """Release, saying which solution notebooks got course.yaml's points; on a leak, print it and
+    return None (nothing was written)."""
     from autograder import release
-    release.release(course)
-    found = release.leaks(course)
-    for path, what in found:
-        print(f"LEAK {path}: {what}", file=sys.stderr)
+    try:
+        synced = release.release(course)
+    except release.LeakError as exc:
+        for path, what in exc.leaks:
+            print(f"LEAK {path}: {what}", file=sys.stderr)
+        print("error: the release would publish the text above; nothing was written "
+              "(assignments/ and solutions/ are as they were)", file=sys.stderr)
+        return None
+    for assignment_id, changed in synced.items():
+        assignment = course.assignment(assignment_id)
+        print(f"{os.path.relpath(course.source(assignment, assignment.notebook))}: points from "
+              f"course.yaml written into it ({', '.join(changed)}); commit it with assignments/")
+    return synced
+
+
+def cmd_release(course, args):
+    if _release(course) is None:
+        return 1
     print(f"released {', '.join(a.id for a in course.assignments)} into assignments/")
-    return 1 if found else 0
+    return 0
 
 
 def _finish(batch, out, resume_hint):
@@ -187,7 +203,7 @@ def cmd_check(course, args):
 
 
 def cmd_demo(course, args):
-    from autograder import cohort, release, reports
+    from autograder import cohort, reports
     folder = os.path.abspath(args.dir)
     marker = os.path.join(folder, ".course-demo")
     if os.path.isdir(folder) and os.listdir(folder) and not os.path.exists(marker):
@@ -198,7 +214,8 @@ def cmd_demo(course, args):
     os.makedirs(folder)
     open(marker, "w").close()
     print("1. releasing the assignments with nbgrader ...", flush=True)
-    release.release(course)
+    if _release(course) is None:
+        return 1
     submitted = os.path.join(folder, "submitted")
     students = cohort.demo_cohort(course, submitted)
     print(f"2. demo cohort of {len(students)} students in {submitted}:")

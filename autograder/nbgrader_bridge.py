@@ -117,12 +117,14 @@ def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
     return None
 
 
-def generate(course, assignment, release_dir=None, out=None):
+def generate(course, assignment, release_dir=None, out=None, source_dir=None):
     """nbgrader generate_assignment: the release, and the assignment in the gradebook."""
     from nbgrader.converters import GenerateAssignment
     cfg = settings(course, out)
     if release_dir:
         cfg.CourseDirectory.release_directory = release_dir
+    if source_dir:
+        cfg.CourseDirectory.source_directory = source_dir
     error = _run(GenerateAssignment, cfg, assignment.id, force=True)
     if error:
         raise RuntimeError(f"nbgrader generate_assignment {assignment.id} failed: {error}")

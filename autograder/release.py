@@ -5,7 +5,12 @@ tests; then each released folder gets a copy of the :mod:`selfcheck` runner,
 a ``conftest.py`` that loads it and a manifest, so ``pytest`` works there with
 nothing else installed but numpy and pytest. Points are written into the
 solution notebooks from course.yaml first, so course.yaml stays the only
-place they are set.
+place they are set (nbgrader reads them from ``solutions/``, its source
+directory, so ``course release`` rewrites those notebooks and says so).
+
+The whole release is built aside and checked for leaks first; only a release
+that leaks nothing replaces ``assignments/`` and ``solutions/``, one folder
+at a time by renames, so a refused release writes nothing.
 """
 
 import contextlib
@@ -30,19 +35,31 @@ PYTEST_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
 
 
-def sync_points(course, assignment):
-    """Write course.yaml's points into the solution notebook's grade cells."""
-    path = course.source(assignment, assignment.notebook)
-    nb = nbformat.read(path, as_version=4)
+def _points(assignment):
+    """grade id -> the points course.yaml gives it."""
     wanted = {f"check_{p.id}": p.points for p in assignment.parts}
     wanted.update(assignment.written)
-    changed = False
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        gid = meta.get("grade_id")
-        if meta.get("grade") and gid in wanted and meta.get("points") != wanted[gid]:
-            meta["points"] = wanted[gid]
-            changed = True
+    return wanted
+
+
+def _unsynced(assignment, nb):
+    """(grade cell metadata, points wanted) for every grade cell whose points are not course.yaml's."""
+    wanted = _points(assignment)
+    return [(cell.metadata["nbgrader"], wanted[cell.metadata["nbgrader"]["grade_id"]]) for cell in nb.cells
+            if cell.metadata.get("nbgrader", {}).get("grade")
+            and cell.metadata["nbgrader"].get("grade_id") in wanted
+            and cell.metadata["nbgrader"].get("points") != wanted[cell.metadata["nbgrader"]["grade_id"]]]
+
+
+def sync_points(course, assignment, path):
+    """Write course.yaml's points into the grade cells of a solution notebook at ``path``.
+
+    Returns what changed, e.g. ``["check_softmax 4 -> 5"]``."""
+    nb = nbformat.read(path, as_version=4)
+    changed = []
+    for meta, points in _unsynced(assignment, nb):
+        changed.append(f"{meta['grade_id']} {meta.get('points')} -> {points}")
+        meta["points"] = points
     if changed:
         nbformat.write(nb, path)
     return changed
@@ -84,20 +101,64 @@ def vendor(course, assignment, folder):
         fh.write(PYTEST_INI)
 
 
-def release(course, into=None, out=None):
-    """Generate every assignment's release (into ``assignments/`` unless told otherwise)."""
+class LeakError(Exception):
+    """The release would publish solution or hidden-test text; nothing was written."""
+
+    def __init__(self, leaks):
+        super().__init__(f"{len(leaks)} leak(s)")
+        self.leaks = leaks
+
+
+def build(course, folder):
+    """The whole release, made inside ``folder`` and nowhere else.
+
+    nbgrader generates it (its gradebook in ``folder`` too) from a copy of
+    ``solutions/`` with course.yaml's points written in; each assignment then
+    gets the self-check kit. Returns ``(release folder, {assignment id: points
+    changed in its solution notebook})``; the synced copies are in ``folder/solutions``.
+    """
+    source_dir, target = os.path.join(folder, "solutions"), os.path.join(folder, "release")
+    synced = {}
     for assignment in course.assignments:
-        sync_points(course, assignment)
-        target = into or os.path.join(course.root, "assignments")
-        nbgrader_bridge.generate(course, assignment, release_dir=target, out=out)
+        shutil.copytree(course.source(assignment), os.path.join(source_dir, assignment.id),
+                        ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        changed = sync_points(course, assignment, os.path.join(source_dir, assignment.id, assignment.notebook))
+        if changed:
+            synced[assignment.id] = changed
+        nbgrader_bridge.generate(course, assignment, release_dir=target, out=folder, source_dir=source_dir)
         vendor(course, assignment, os.path.join(target, assignment.id))
+    return target, synced
+
+
+def release(course):
+    """Release every assignment into ``assignments/``, or raise :class:`LeakError` having written nothing.
+
+    Returns ``{assignment id: points changed}`` for the solution notebooks it rewrote.
+    """
+    with tempfile.TemporaryDirectory(prefix=".release-", dir=course.root) as tmp:
+        built, synced = build(course, tmp)
+        found = leaks(course, built)
+        if found:
+            raise LeakError(found)
+        for assignment in course.assignments:
+            if assignment.id in synced:
+                os.replace(os.path.join(tmp, "solutions", assignment.id, assignment.notebook),
+                           course.source(assignment, assignment.notebook))
+            target = course.release(assignment)
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if os.path.exists(target):
+                os.rename(target, os.path.join(tmp, f"replaced-{assignment.id}"))
+            os.rename(os.path.join(built, assignment.id), target)
+        for assignment in course.assignments:
+            nbgrader_bridge.register(course, assignment, course.root)
+    return synced
 
 
 def differences(course):
     """Files where the committed release differs from a fresh one (empty when in sync)."""
     with tempfile.TemporaryDirectory() as tmp:
-        release(course, into=os.path.join(tmp, "release"), out=tmp)
-        fresh, committed = os.path.join(tmp, "release"), os.path.join(course.root, "assignments")
+        fresh, _ = build(course, tmp)
+        committed = os.path.join(course.root, "assignments")
         diffs = []
 
         def walk(cmp, prefix=""):
@@ -113,19 +174,27 @@ def differences(course):
 
 
 def _solution_lines(course, assignment):
-    """Distinctive lines of the reference solution (what must never be released)."""
+    """Distinctive lines of the reference solution that the release must never contain.
+
+    A solution cell's lines between its markers (all of it when it has none, as
+    a written answer's model answer), less every line the notebook gives
+    students anyway: its other cells and the given lines of solution cells."""
     nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
-    lines = set()
+    secret, given = set(), set()
     for cell in nb.cells:
-        inside = False
-        for line in source(cell).splitlines():
+        text = source(cell)
+        if not cell.metadata.get("nbgrader", {}).get("solution"):
+            given |= {line.strip() for line in text.splitlines()}
+            continue
+        inside = "BEGIN SOLUTION" not in text
+        for line in text.splitlines():
             if "BEGIN SOLUTION" in line:
                 inside = True
             elif "END SOLUTION" in line:
                 inside = False
-            elif inside and len(line.strip()) >= 25:
-                lines.add(line.strip())
-    return lines
+            else:
+                (secret if inside else given).add(line.strip())
+    return {line for line in secret - given if len(line) >= 25}
 
 
 def _hidden_lines(course):
@@ -154,7 +223,7 @@ def leaks(course, folder=None):
                 rel = os.path.relpath(path, folder)
                 if MARKERS.search(text):
                     found.append((rel, "a solution or hidden-test marker"))
-                for line in solution | hidden:
+                for line in sorted(solution | hidden):
                     if line in text:
                         kind = "solution code" if line in solution else "hidden test text"
                         found.append((rel, f"{kind}: {line[:60]}"))

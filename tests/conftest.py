@@ -25,6 +25,34 @@ def graded_demo(course, tmp_path_factory):
 
 
 @pytest.fixture
+def course_copy(course, tmp_path):
+    """A copy of the course in ``tmp_path/course`` (course.yaml, its nbgrader_config.py and
+    everything they point to), free to change. The first call makes it; each call applies
+    ``edit`` (a function changing course.yaml's data) and returns the course it describes."""
+    import yaml
+    dest = tmp_path / "course"
+
+    def copy(edit=None):
+        if not dest.exists():
+            for name in ("course.yaml", "nbgrader_config.py", "solutions", "assignments", "data",
+                         os.path.join("tests", "hidden"), os.path.join("tests", "mutants")):
+                src = os.path.join(course.root, name)
+                if os.path.isdir(src):
+                    shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    os.makedirs((dest / name).parent, exist_ok=True)
+                    shutil.copy(src, dest / name)
+        if edit:
+            with open(dest / "course.yaml") as fh:
+                raw = yaml.safe_load(fh)
+            edit(raw)
+            with open(dest / "course.yaml", "w") as fh:
+                yaml.safe_dump(raw, fh, sort_keys=False)
+        return config.load(str(dest / "course.yaml"))
+    return copy
+
+
+@pytest.fixture
 def release_copy(course, tmp_path):
     """A student's copy of each released folder, to run the self-check in."""
     def make(assignment):

@@ -44,6 +44,65 @@ def test_leak_detection_finds_solution_and_hidden_text(course, tmp_path):
     assert any("marker" in what for _, what in found)
 
 
+def _tree(folder):
+    """relative path -> bytes of every file under ``folder``."""
+    found = {}
+    for dirpath, _, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            with open(path, "rb") as fh:
+                found[os.path.relpath(path, folder)] = fh.read()
+    return found
+
+
+def _keep_first(raw):
+    first = next(iter(raw["assignments"]))
+    raw["assignments"] = {first: raw["assignments"][first]}
+
+
+@pytest.mark.slow
+def test_a_refused_release_writes_nothing_and_given_lines_are_no_leak(course_copy, capsys):
+    import nbformat
+    from autograder import cli
+    copy = course_copy(_keep_first)
+    assignment = copy.assignments[0]
+    part = assignment.parts[0]
+    solution = copy.source(assignment, assignment.notebook)
+    # a given cell shows students a line the solution also has: public, so not a leak
+    nb = nbformat.read(solution, as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    line = next(l for l in sorted(release._solution_lines(copy, assignment)) if l in code and not l.endswith(":"))
+    given = next(c for c in nb.cells if c.cell_type == "code" and not c.metadata["nbgrader"].get("solution"))
+    given.source += f"\n\n\ndef shown_in_class():\n    {line}\n"
+    nbformat.write(nb, solution)
+    # ... but a support file carrying a hidden check is, and the points change with it
+    hidden = sorted(release._hidden_lines(copy))[0]
+    with open(copy.source(assignment, "notes.py"), "w") as fh:
+        fh.write(f"# {hidden}\n")
+    copy = course_copy(lambda raw: raw["assignments"][assignment.id]["parts"][part.id].update(
+        points=part.points + 1))
+    before, source_before = _tree(os.path.join(copy.root, "assignments")), open(solution, "rb").read()
+    capsys.readouterr()
+    assert cli.main(["--config", copy.path, "release"]) == 1
+    err = capsys.readouterr().err
+    assert f"LEAK {assignment.id}/notes.py: hidden test text" in err and "nothing was written" in err
+    assert "solution code" not in err
+    assert _tree(os.path.join(copy.root, "assignments")) == before
+    assert open(solution, "rb").read() == source_before
+    assert not [n for n in os.listdir(copy.root) if n.startswith(".release-")]
+
+    os.remove(copy.source(assignment, "notes.py"))
+    assert cli.main(["--config", copy.path, "release"]) == 0
+    said = capsys.readouterr()
+    assert "LEAK" not in said.err
+    assert f"check_{part.id} {part.points:g} -> {part.points + 1:g}" in said.out
+    synced = nbformat.read(solution, as_version=4)
+    assert [c.metadata["nbgrader"]["points"] for c in synced.cells
+            if c.metadata.get("nbgrader", {}).get("grade_id") == f"check_{part.id}"] == [part.points + 1]
+    released = nbformat.read(copy.release(assignment, assignment.notebook), as_version=4)
+    assert any(f"    {line}" in c.source for c in released.cells)
+
+
 def test_grades_csv_has_exactly_the_columns(graded_demo):
     folder, records, _ = graded_demo
     with open(folder / "grades.csv") as fh:
