@@ -26,8 +26,12 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
     Only submissions that changed (or whose grader or suites changed) are graded,
     unless ``force``. Returns the batch (iterable over every submission's record).
     """
-    from autograder import corpus, grading, nbgrader_bridge
+    from autograder import corpus, grading, nbgrader_bridge, release
     from autograder.progress import Progress
+    unreleased = release.unreleased_points(course)
+    if unreleased:               # the gradebook would keep the old points while grades.csv took the new
+        raise config.ConfigError(f"points changed in course.yaml but not released ({'; '.join(unreleased)}): "
+                                 "run `course release` first")
     submissions = grading.find_submissions(course, submitted)
     if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
         try:                     # a missing corpus is the grader's problem, not the students'

@@ -19,7 +19,7 @@ import shutil
 import tempfile
 import time
 
-from autograder import suites
+from autograder import chapter, suites
 from selfcheck.program import NotebookError, program, read_notebook, solution_ids
 
 SELF = os.path.dirname(os.path.abspath(__file__))
@@ -114,10 +114,31 @@ def find_submissions(course, submitted):
 # --- the batch: which submissions need grading, grading them, keeping every result ---------
 
 def suite_versions(course, assignment_id):
-    """part -> hash of its public and hidden suites, as they are now."""
-    return {part.id: suites.file_hash(os.path.join(course.root, part.public),
-                                      os.path.join(course.root, part.hidden))
-            for part in course.assignment(assignment_id).parts}
+    """part -> the version of everything that decides its score, as it is now.
+
+    Its public and hidden suites, its points and cells, the course's limits, the
+    chapter's numbers, and the assignment's code that runs beside the student's:
+    the reference solution (the stand-ins, and what hidden checks compare with),
+    the released notebook's given cells and its support files. A change to any
+    of them marks earlier results of the part stale; notebook prose does not.
+    """
+    assignment = course.assignment(assignment_id)
+    reference, _ = program(read_notebook(course.source(assignment, assignment.notebook)))
+    given, _ = program(read_notebook(course.release(assignment, assignment.notebook)))
+    release = course.release(assignment)
+    support = sorted(os.path.join(release, n) for n in os.listdir(release)
+                     if n.endswith(".py") and not n.startswith("test_") and n != "conftest.py")
+    shared = json.dumps({"limits": [course.time_per_test, course.memory_mb],
+                         "reference": reference, "given": given,
+                         "support": suites.file_hash(*support) if support else None,
+                         "numbers": suites.file_hash(chapter.PATH)})
+    versions = {}
+    for part in assignment.parts:
+        own = json.dumps({"suites": suites.file_hash(os.path.join(course.root, part.public),
+                                                     os.path.join(course.root, part.hidden)),
+                          "points": part.points, "cells": part.cells})
+        versions[part.id] = hashlib.sha256((shared + own).encode()).hexdigest()[:12]
+    return versions
 
 
 def file_sha256(path):
@@ -138,7 +159,7 @@ def _versions_key(record):
 
 def stale(course, record, path, grader=None):
     """None when ``record`` is a finished grading of the notebook at ``path`` by today's
-    grader and suites; otherwise the reason it must be graded (again)."""
+    grader, suites, points and limits; otherwise the reason it must be graded (again)."""
     if record is None:
         return "not graded yet"
     if str(record.get("problem") or "").startswith("grader error"):
@@ -147,8 +168,14 @@ def stale(course, record, path, grader=None):
         return "the notebook changed"
     if record.get("grader") != (grader or grader_version()):
         return "the grader changed"
-    if record.get("suites") != suite_versions(course, record["assignment"]):
-        return "a test suite changed"
+    now = suite_versions(course, record["assignment"])
+    if record.get("suites") != now:
+        points = {p.id: p.points for p in course.assignment(record["assignment"]).parts}
+        moved = [f"{p['part']} {p['max_score']:g} -> {points[p['part']]:g}"
+                 for p in record.get("parts", []) if p["part"] in points and p["max_score"] != points[p["part"]]]
+        if moved:
+            return "points changed (" + ", ".join(moved) + ")"
+        return "what decides a part's score changed (its suites, the limits or the reference)"
     return None
 
 

@@ -65,6 +65,17 @@ def sync_points(course, assignment, path):
     return changed
 
 
+def unreleased_points(course):
+    """Lines naming every grade cell of ``solutions/`` whose points course.yaml has changed since
+    the last release (nbgrader's gradebook takes its points from there); empty when none."""
+    found = []
+    for assignment in course.assignments:
+        nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
+        found += [f"{assignment.id}/{meta['grade_id']}: {meta.get('points')} in solutions/, {points} in course.yaml"
+                  for meta, points in _unsynced(assignment, nb)]
+    return found
+
+
 def count_tests(path):
     """How many checks pytest collects from a suite (parametrised cases included)."""
     class Count:

@@ -5,6 +5,7 @@ Everything runs the real `course` command and real nbgrader on small cohorts.
 """
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -59,6 +60,12 @@ def _small_cohort(course, folder, mistakes=1):
                     made.append((name, assignment.id))
                     left -= 1
     return made
+
+
+def only_first(raw):
+    """A course.yaml edit: keep the first assignment only (a release of it takes a third of the time)."""
+    first = next(iter(raw["assignments"]))
+    raw["assignments"] = {first: raw["assignments"][first]}
 
 
 # --- 1. incremental, forced, resumed -------------------------------------------------------------
@@ -163,22 +170,8 @@ def test_summary_counts_failures_with_reasons_and_the_score_distribution():
 
 # --- 3. regrade after a test fix ---------------------------------------------------------------------
 
-def _course_copy(course, dest):
-    """A copy of the course (course.yaml and everything it points to) to change a suite in."""
-    from autograder import config
-    for name in ("course.yaml", "solutions", "assignments", "data", os.path.join("tests", "hidden"),
-                 os.path.join("tests", "mutants")):
-        src = os.path.join(course.root, name)
-        if os.path.isdir(src):
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-        elif os.path.exists(src):
-            os.makedirs((dest / name).parent, exist_ok=True)
-            shutil.copy(src, dest / name)
-    return config.load(str(dest / "course.yaml"))
-
-
-def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course, tmp_path, capsys):
-    copy = _course_copy(course, tmp_path / "course")
+def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course_copy, tmp_path, capsys):
+    copy = course_copy()
     assignment = copy.assignments[0]
     part = assignment.parts[0]
     submitted = tmp_path / "submitted"
@@ -206,6 +199,45 @@ def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course, tmp
     assert sum(p["score"] for p in history[0]["parts"]) == sum(p.points for p in assignment.parts)
     names = os.listdir(out / "results" / "ann" / "history")
     assert names == [f"{assignment.id}.{grading._versions_key(history[0])}.json"]
+
+
+def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_path, capsys):
+    copy = course_copy(only_first)
+    assignment = copy.assignments[0]
+    part = assignment.parts[0]
+    submitted, out = tmp_path / "submitted", tmp_path / "out"
+    cohort.write(cohort.solved(copy, assignment), str(submitted), "ann", assignment)
+    cli.grade(copy, str(submitted), str(out), jobs=1, quiet=True)
+    old_full = sum(p.points for p in assignment.parts)
+
+    changed = course_copy(lambda raw: raw["assignments"][assignment.id]["parts"][part.id].update(
+        points=part.points + 1))
+    with pytest.raises(Exception, match="run `course release` first"):      # not released yet: loud
+        cli.grade(changed, str(submitted), str(out), jobs=1, quiet=True)
+    config_path = ["--config", changed.path]
+    assert cli.main(config_path + ["release"]) == 0
+    said = capsys.readouterr().out
+    assert f"check_{part.id} {part.points:g} -> {part.points + 1:g}" in said and assignment.notebook in said
+    assert cli.main(config_path + ["regrade", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "graded now: 1" in said
+    line = next(l for l in said.splitlines() if l.startswith("ann") and f"/{part.id}" in l)
+    assert [float(x) for x in line.split()[2:4]] == [part.points, part.points + 1]
+
+    full = old_full + 1
+    rows = _csv(out / "grades.csv")
+    assert sum(float(r["score"]) for r in rows) == full
+    assert {r["part"]: float(r["max_score"]) for r in rows}[part.id] == part.points + 1
+    nbgrader_row = next(r for r in _csv(out / "nbgrader-grades.csv") if r["student_id"] == "ann")
+    assert float(nbgrader_row["score"]) == full
+    assert float(nbgrader_row["max_score"]) == full + sum(assignment.written.values())
+    record = grading.read_result(str(out), "ann", assignment.id)
+    path = str(submitted / "ann" / assignment.id / assignment.notebook)
+    assert grading.stale(changed, record, path) is None
+    # the limits decide scores too (a slow solution can pass or time out): they mark results stale
+    for limit in ("time_per_test", "memory_mb"):
+        other = dataclasses.replace(changed, **{limit: getattr(changed, limit) * 2})
+        assert grading.stale(other, record, path) is not None, limit
 
 
 # --- 4. exports ----------------------------------------------------------------------------------------
