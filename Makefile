@@ -46,5 +46,5 @@ experiment: $(STAMP)
 	$(BIN)/course experiment --jobs 2
 
 clean:
-	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db grades.csv \
-	  totals.csv gradescope nbgrader-grades.csv
+	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
+	  totals.csv grades.csv gradescope

@@ -21,7 +21,7 @@ from autograder import config
 
 
 def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=None):
-    """Grade a folder of submissions; write results, grades.csv, feedback, exports and the gradebook.
+    """Grade a folder of submissions; write results, parts.csv, feedback, exports and the gradebook.
 
     Only submissions that changed (or whose grader or suites changed) are graded,
     unless ``force``. Returns the batch (iterable over every submission's record).
@@ -29,7 +29,7 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
     from autograder import corpus, grading, nbgrader_bridge, release
     from autograder.progress import Progress
     unreleased = release.unreleased_points(course)
-    if unreleased:               # the gradebook would keep the old points while grades.csv took the new
+    if unreleased:               # the gradebook would keep the old points while parts.csv took the new
         raise config.ConfigError(f"points changed in course.yaml but not released ({'; '.join(unreleased)}): "
                                  "run `course release` first")
     submissions = grading.find_submissions(course, submitted)
@@ -68,7 +68,7 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
 
 
 def write_exports(course, out, records):
-    """grades.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export."""
+    """parts.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export (grades.csv)."""
     from autograder import nbgrader_bridge, reports
     gradebook = nbgrader_bridge.gradebook_scores(course, out)
     paths = {"grades": reports.write_grades(out, records),
@@ -80,7 +80,8 @@ def write_exports(course, out, records):
 
 
 def _where(out):
-    return (f"grades:     {os.path.join(out, 'grades.csv')}\n"
+    return (f"parts:      {os.path.join(out, 'parts.csv')} (one row per student and part)\n"
+            f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
             f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
             f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
             f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html")
@@ -229,7 +230,7 @@ def cmd_demo(course, args):
     records = grade(course, submitted, folder, args.jobs)
     print()
     print(reports.table(records))
-    print(f"\ngrades.csv:          {os.path.join(folder, 'grades.csv')}")
+    print(f"\nparts.csv:           {os.path.join(folder, 'parts.csv')}")
     print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
     print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "
           f"(cd {args.dir} && nbgrader export, or formgrader for the written answers)")
@@ -250,7 +251,7 @@ def main(argv=None):
     sub.add_parser("release", help="generate assignments/ from solutions/ with nbgrader")
     g = sub.add_parser("grade", help="grade a folder of submissions")
     g.add_argument("submitted", help="folder laid out as <student>/<assignment>/<notebook>.ipynb")
-    g.add_argument("--out", default=".", help="where results, grades.csv, feedback and the gradebook go")
+    g.add_argument("--out", default=".", help="where results, parts.csv, feedback and the gradebook go")
     g.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted batch: keep every result that is still valid")
@@ -262,7 +263,7 @@ def main(argv=None):
     r.add_argument("--jobs", type=int, default=None)
     r.add_argument("--force", action="store_true", help="grade every submission again")
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
-    e = sub.add_parser("export", help="write grades.csv, totals.csv, Gradescope results and feedback again")
+    e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
     e.add_argument("dir", nargs="?", default=".")
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
     x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")

@@ -145,12 +145,12 @@ def autograde(course, assignment, out, student_id="*"):
 
 
 def export(course, out):
-    """nbgrader export: grades.csv as nbgrader computes it from its gradebook."""
+    """nbgrader export: grades.csv, the very file ``nbgrader export`` writes in the course folder."""
     from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - loads the plugin machinery
     from nbgrader.plugins import CsvExportPlugin
     from nbgrader.api import Gradebook
     cfg = settings(course, out)
-    path = os.path.join(out, "nbgrader-grades.csv")
+    path = os.path.join(out, "grades.csv")
     plugin = CsvExportPlugin(config=cfg)
     plugin.to = path
     with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:

@@ -1,4 +1,4 @@
-"""What grading hands back: grades.csv, totals for an LMS, Gradescope-style results,
+"""What grading hands back: parts.csv (one row per part), totals for an LMS, Gradescope-style results,
 a table and a summary for the terminal, feedback pages.
 
 Everything a student sees is made from the result records (and, for the hand-graded
@@ -25,7 +25,7 @@ def rows(records):
 
 
 def write_grades(out, records):
-    path = os.path.join(out, "grades.csv")
+    path = os.path.join(out, "parts.csv")
     with open(path, "w", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=COLUMNS)
         writer.writeheader()
@@ -83,7 +83,7 @@ def summary(batch, course=None):
     odd = [(r, p) for r in records if not r.get("problem") for p in r["parts"]
            if p["status"] in ("timeout", "error", "missing")]
     if odd:
-        lines.append(f"parts that did not run normally ({len(odd)}; reasons in grades.csv):")
+        lines.append(f"parts that did not run normally ({len(odd)}; reasons in parts.csv):")
         for r, p in sorted(odd, key=lambda rp: (rp[0]["student"], rp[1]["part"]))[:40]:
             reason = p["reason"] if len(p["reason"]) <= 110 else p["reason"][:107] + "..."
             lines.append(f"  - {r['student']}/{p['part']}: {p['status']}: {reason}")

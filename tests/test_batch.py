@@ -124,7 +124,7 @@ def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
     for path, mtime in done_before.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was graded twice"
     assert "unchanged since they were graded" in err.getvalue()
-    assert len(_csv(out / "grades.csv")) == sum(len(course.assignment(a).parts) for _, a in made)
+    assert len(_csv(out / "parts.csv")) == sum(len(course.assignment(a).parts) for _, a in made)
 
 
 # --- 2. progress and summary ------------------------------------------------------------------------
@@ -225,10 +225,10 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
     assert [float(x) for x in line.split()[2:4]] == [part.points, part.points + 1]
 
     full = old_full + 1
-    rows = _csv(out / "grades.csv")
+    rows = _csv(out / "parts.csv")
     assert sum(float(r["score"]) for r in rows) == full
     assert {r["part"]: float(r["max_score"]) for r in rows}[part.id] == part.points + 1
-    nbgrader_row = next(r for r in _csv(out / "nbgrader-grades.csv") if r["student_id"] == "ann")
+    nbgrader_row = next(r for r in _csv(out / "grades.csv") if r["student_id"] == "ann")
     assert float(nbgrader_row["score"]) == full
     assert float(nbgrader_row["max_score"]) == full + sum(assignment.written.values())
     record = grading.read_result(str(out), "ann", assignment.id)
@@ -263,7 +263,7 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
     nbgrader_scores = {(r["student_id"], r["assignment"]): float(r["score"]) for r in _csv(exported)}
 
     auto = {}
-    for row in _csv(folder / "grades.csv"):
+    for row in _csv(folder / "parts.csv"):
         key = (row["student"], row["assignment"])
         auto[key] = auto.get(key, 0.0) + float(row["score"])
     manual = {("reference", assignment.id): float(points)}

@@ -3,7 +3,7 @@
 The catalogue in tests/fixtures/hostile/catalogue.py (one submission per hostile or
 malformed behaviour, with the grade each must get) is graded in ONE batch by
 `course grade`, together with honest students, and every claim is read back from what
-that run wrote: grades.csv, nbgrader's gradebook, the submissions folder, the disk and
+that run wrote: parts.csv, nbgrader's gradebook, the submissions folder, the disk and
 the process table. The tests after it check the runner's guarantees directly.
 """
 
@@ -59,7 +59,7 @@ def batch(course, tmp_path_factory):
         code = cli.main(["grade", str(submitted), "--out", str(out), "--jobs", "2"])
     seconds = time.monotonic() - started
     time.sleep(CATALOGUE.LEFT_BEHIND_DELAY + 1.0)     # a surviving process would have written by now
-    with open(out / "grades.csv") as fh:
+    with open(out / "parts.csv") as fh:
         rows = list(csv.DictReader(fh))
     sys.__stdout__.write(f"\n[hostile catalogue: {len(expectations) + len(CATALOGUE.HONEST)} "
                          f"submissions graded in {seconds:.0f} s, bound {CATALOGUE.BOUND_SECONDS} s; "

@@ -2,7 +2,7 @@
 
 The demo cohort (the reference, the untouched stubs, one student per demo
 mistake) is graded once by `course grade` and every claim below is read back
-from what that run wrote: grades.csv, nbgrader's gradebook and export, the
+from what that run wrote: parts.csv, nbgrader's gradebook and export, the
 feedback pages.
 """
 
@@ -18,7 +18,7 @@ from autograder import release, reports
 
 
 def _grades(folder):
-    with open(folder / "grades.csv") as fh:
+    with open(folder / "parts.csv") as fh:
         return list(csv.DictReader(fh))
 
 
@@ -103,9 +103,9 @@ def test_a_refused_release_writes_nothing_and_given_lines_are_no_leak(course_cop
     assert any(f"    {line}" in c.source for c in released.cells)
 
 
-def test_grades_csv_has_exactly_the_columns(graded_demo):
+def test_parts_csv_has_exactly_the_columns(graded_demo):
     folder, records, _ = graded_demo
-    with open(folder / "grades.csv") as fh:
+    with open(folder / "parts.csv") as fh:
         header = next(csv.reader(fh))
     assert header == list(reports.COLUMNS)
     statuses = {row["status"] for row in _grades(folder)}
@@ -152,13 +152,13 @@ def test_mistakes_are_named_in_the_reason(graded_demo):
     assert "j <= i" in mask_reasons["mask-transposed"]
 
 
-def test_nbgrader_export_agrees_with_grades_csv(course, graded_demo):
+def test_nbgrader_export_agrees_with_parts_csv(course, graded_demo, tmp_path):
     folder, _, _ = graded_demo
     totals = {}
     for row in _grades(folder):
         key = (row["student"], row["assignment"])
         totals[key] = totals.get(key, 0.0) + float(row["score"])
-    out = folder / "export.csv"
+    out = tmp_path / "export.csv"
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
     subprocess.run(["nbgrader", "export", "--to", str(out)], cwd=folder, env=env, check=True,
                    capture_output=True)
@@ -168,6 +168,21 @@ def test_nbgrader_export_agrees_with_grades_csv(course, graded_demo):
     assert totals.keys() <= exported.keys()
     for key, score in exported.items():
         assert score == pytest.approx(totals.get(key, 0.0), abs=1e-6), key
+
+
+def test_nbgrader_export_in_the_course_folder_overwrites_nothing_of_ours(graded_demo, tmp_path):
+    import shutil
+    folder, _, _ = graded_demo
+    copy = tmp_path / "course"
+    shutil.copytree(folder, copy)
+    ours = {name: (copy / name).read_bytes() for name in ("parts.csv", "totals.csv")}
+    with open(copy / "grades.csv") as fh:
+        written = list(csv.DictReader(fh))
+    env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
+    subprocess.run(["nbgrader", "export"], cwd=copy, env=env, check=True, capture_output=True)
+    assert {name: (copy / name).read_bytes() for name in ours} == ours
+    with open(copy / "grades.csv") as fh:      # nbgrader's own file, which `course export` also writes
+        assert list(csv.DictReader(fh)) == written
 
 
 def test_autograded_notebooks_exist_for_formgrader(course, graded_demo):
