@@ -173,16 +173,25 @@ def cmd_export(course, args):
 def cmd_exchange(course, args):
     from autograder import nbgrader_bridge
     out = os.path.abspath(args.dir)
+    if args.root and os.path.abspath(args.root) != nbgrader_bridge.exchange_root(course, out):
+        if not args.setup:
+            print(f"error: {os.path.abspath(args.root)} is not this course's exchange "
+                  f"({nbgrader_bridge.exchange_root(course, out)}); `course exchange --setup --root "
+                  f"{args.root}` makes it so", file=sys.stderr)
+            return 2
+        course = config.write_exchange_root(course, args.root)
+        print(f"{os.path.relpath(course.path)}: exchange_root: {course.exchange_root} (nbgrader's "
+              "release_assignment, collect and release_feedback read it from there)")
     nbgrader_bridge.write_course_folder(course, out)
     if args.setup:
-        made = nbgrader_bridge.setup_exchange(course, out, args.root)
+        made = nbgrader_bridge.setup_exchange(course, out)
         for path, mode in made.items():
             print(f"{oct(mode)[2:]:>5}  {path}")
-    problems = nbgrader_bridge.check_exchange(course, out, args.root)
+    problems = nbgrader_bridge.check_exchange(course, out)
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
     if not problems:
-        root = os.path.abspath(args.root or nbgrader_bridge.exchange_root(course, out))
+        root = nbgrader_bridge.exchange_root(course, out)
         print(f"exchange ready: {root} (students: --Exchange.root={root} "
               f"--course={course.course_id})")
     return 1 if problems else 0
@@ -268,7 +277,8 @@ def main(argv=None):
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
     x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
     x.add_argument("--setup", action="store_true", help="create it with the right permissions")
-    x.add_argument("--root", default=None, help="where (default: <dir>/exchange, nbgrader's Exchange.root)")
+    x.add_argument("--root", default=None,
+                   help="where (default: <dir>/exchange); with --setup it is kept in course.yaml's exchange_root")
     c = sub.add_parser("check", help="run the public checks on a notebook")
     c.add_argument("notebook")
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")

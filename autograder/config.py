@@ -4,7 +4,9 @@ Every problem stops with one line naming the file, the key and what is wrong,
 because a typo found at release time is cheap and one found at grading is not.
 """
 
+import json
 import os
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -47,6 +49,7 @@ class Course:
     time_per_test: float
     memory_mb: int
     assignments: list
+    exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
 
     def assignment(self, assignment_id):
         for a in self.assignments:
@@ -104,8 +107,11 @@ def load(path=None):
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments"),
+    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root"),
           ("course_id", "limits", "assignments"))
+    exchange = raw.get("exchange_root")
+    if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
+        raise ConfigError(f"{name}: exchange_root: must be a folder's path, got {exchange!r}")
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "memory_mb"),
           ("time_per_test", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
@@ -149,4 +155,19 @@ def load(path=None):
             _number(f"{where}.written.{cell}", pts)
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
-                  assignments)
+                  assignments, os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None)
+
+
+def write_exchange_root(course, root):
+    """Set course.yaml's ``exchange_root`` (after ``course_id``), keeping its comments; returns the
+    course it now describes. Every nbgrader command in the course's folders reads it from there."""
+    with open(course.path) as fh:
+        text = fh.read()
+    line = f"exchange_root: {json.dumps(os.path.abspath(root))}"
+    if re.search(r"^exchange_root:.*$", text, flags=re.M):
+        text = re.sub(r"^exchange_root:.*$", lambda _: line, text, count=1, flags=re.M)
+    else:
+        text = re.sub(r"^(course_id:.*)$", lambda m: f"{m.group(1)}\n{line}", text, count=1, flags=re.M)
+    with open(course.path, "w") as fh:
+        fh.write(text)
+    return load(course.path)

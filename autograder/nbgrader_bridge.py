@@ -46,7 +46,7 @@ def settings(course, out=None):
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.OverwriteCells.add_missing_cells = True
     c.Execute.timeout = int(max(course.time_per_test, 1))
-    c.Exchange.root = os.path.join(out, "exchange")
+    c.Exchange.root = course.exchange_root or os.path.join(out, "exchange")
     # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
@@ -300,7 +300,7 @@ def exchange_root(course, out=None):
     return settings(course, out).Exchange.root
 
 
-def setup_exchange(course, out=None, root=None):
+def setup_exchange(course, out=None):
     """Create nbgrader's exchange for this course with the permissions nbgrader expects.
 
     ``<root>`` is world-writable with the sticky bit off, as nbgrader's
@@ -310,7 +310,7 @@ def setup_exchange(course, out=None, root=None):
     ``711`` (a student reaches only the folder named by their own hash).
     Returns {path: mode} of what it made.
     """
-    root = os.path.abspath(root or exchange_root(course, out))
+    root = exchange_root(course, out)
     course_dir = os.path.join(root, course.course_id)
     modes = {root: 0o777, course_dir: 0o755, os.path.join(course_dir, "outbound"): 0o755,
              os.path.join(course_dir, "inbound"): 0o2733, os.path.join(course_dir, "feedback"): 0o711}
@@ -320,12 +320,11 @@ def setup_exchange(course, out=None, root=None):
     return modes
 
 
-def check_exchange(course, out=None, root=None):
-    """Problems with an exchange's permissions, as lines (empty when it is right)."""
+def check_exchange(course, out=None):
+    """Problems with the exchange's permissions, as lines (empty when it is right)."""
     import stat
-    root = os.path.abspath(root or exchange_root(course, out))
     problems = []
-    inbound = os.path.join(root, course.course_id, "inbound")
+    inbound = os.path.join(exchange_root(course, out), course.course_id, "inbound")
     if not os.path.isdir(inbound):
         return [f"{inbound}: missing (run `course exchange --setup`)"]
     mode = stat.S_IMODE(os.stat(inbound).st_mode)

@@ -355,29 +355,36 @@ def _nbgrader(*args, cwd, env=None):
     return proc
 
 
-def test_release_fetch_submit_collect_grade_and_feedback_with_nbgrader(course, tmp_path):
+def test_release_fetch_submit_collect_grade_and_feedback_through_an_exchange_of_its_own(course_copy, tmp_path,
+                                                                                        capsys):
+    """The term with nbgrader's exchange somewhere else than <course>/exchange, as on a shared server."""
     import stat
-    assignment = course.assignments[0]
-    home = tmp_path / "instructor"
-    assert cli.main(["exchange", "--setup", str(home)]) == 0
-    root = nbgrader_bridge.exchange_root(course, str(home))
-    inbound = os.path.join(root, course.course_id, "inbound")
+    from autograder import config
+    copy = course_copy(only_first)
+    home = tmp_path / "course"
+    assignment = copy.assignments[0]
+    root = tmp_path / "srv" / "exchange"
+    with_config = ["--config", copy.path]
+    assert cli.main(with_config + ["exchange", "--setup", "--root", str(root), str(home)]) == 0
+    copy = config.load(copy.path)
+    assert copy.exchange_root == str(root)
+    inbound = os.path.join(root, copy.course_id, "inbound")
     mode = stat.S_IMODE(os.stat(inbound).st_mode)
     assert mode & 0o222 == 0o222 and mode & 0o044 == 0, oct(mode)      # students drop, nobody lists
-    assert nbgrader_bridge.check_exchange(course, str(home)) == []
+    capsys.readouterr()
+    assert cli.main(with_config + ["exchange", str(home)]) == 0        # the check finds the same one
+    assert f"--Exchange.root={root}" in capsys.readouterr().out
+    assert cli.main(with_config + ["exchange", "--root", str(tmp_path / "elsewhere"), str(home)]) == 2
 
-    # nbgrader's own generate_assignment, into a release folder of this term
-    release = str(tmp_path / "release")
-    flags = [f"--CourseDirectory.release_directory={release}"]
-    _nbgrader("generate_assignment", assignment.id, "--force", *flags, cwd=home)
-    assert os.path.exists(os.path.join(release, assignment.id, assignment.notebook))
-    _nbgrader("release_assignment", assignment.id, *flags, cwd=home)
+    # nbgrader's own release_assignment, from the course's assignments/, into that exchange
+    _nbgrader("release_assignment", assignment.id, cwd=home)
+    assert (root / copy.course_id / "outbound" / assignment.id / assignment.notebook).exists()
 
-    students = {"alice": cohort.solved(course, assignment)}
+    students = {"alice": cohort.solved(copy, assignment)}
     part = assignment.parts[0]
-    mistake = next(e for e in cohort.catalogue(course, part.id)[0].values() if e.get("demo"))
-    students["bob"] = cohort.solved(course, assignment, mistake["cells"])
-    common = [f"--Exchange.root={root}", f"--course={course.course_id}"]
+    mistake = next(e for e in cohort.catalogue(copy, part.id)[0].values() if e.get("demo"))
+    students["bob"] = cohort.solved(copy, assignment, mistake["cells"])
+    common = [f"--Exchange.root={root}", f"--course={copy.course_id}"]
     for student, nb in students.items():
         desk = tmp_path / student
         desk.mkdir()
@@ -390,8 +397,8 @@ def test_release_fetch_submit_collect_grade_and_feedback_with_nbgrader(course, t
     for student in students:
         assert (home / "submitted" / student / assignment.id / assignment.notebook).exists()
 
-    assert cli.main(["grade", str(home / "submitted"), "--out", str(home)]) == 0
-    rows = _csv(home / "grades.csv")
+    assert cli.main(with_config + ["grade", str(home / "submitted"), "--out", str(home)]) == 0
+    rows = _csv(home / "parts.csv")
     full = sum(p.points for p in assignment.parts)
     score = {s: sum(float(r["score"]) for r in rows if r["student"] == s) for s in students}
     assert score["alice"] == full and score["bob"] < full
@@ -400,10 +407,11 @@ def test_release_fetch_submit_collect_grade_and_feedback_with_nbgrader(course, t
     page = home / "feedback" / "bob" / assignment.id / assignment.notebook.replace(".ipynb", ".html")
     text = page.read_text()
     assert f"{part.id}:" in text and "hidden" in text
-    for line in release_module._hidden_lines(course):
+    for line in release_module._hidden_lines(copy):
         assert line not in text
     _nbgrader("release_feedback", assignment.id, cwd=home)
     desk = tmp_path / "bob"
     env = dict(_env(), JUPYTER_DATA_DIR=str(desk / ".data"))
     _nbgrader("fetch_feedback", assignment.id, *common, "--student=bob", cwd=desk, env=env)
     assert list((desk / assignment.id / "feedback").rglob("*.html"))
+    assert not (home / "exchange").exists()
