@@ -154,6 +154,11 @@ def cmd_regrade(course, args):
     batch = grade(course, submitted, out, args.jobs, force=args.force)
     print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
+    regraded = sorted({r["assignment"] for r in batch.graded})
+    if regraded and not batch.interrupted:
+        print("the exports and feedback pages are up to date; nbgrader's own feedback is not: in "
+              f"{out} run " + "; ".join(f"nbgrader generate_feedback {a} --force && nbgrader release_feedback {a}"
+                                        for a in regraded))
     return _finish(batch, out, f"course regrade {args.dir}")
 
 

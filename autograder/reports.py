@@ -147,10 +147,13 @@ def totals(course, records, gradebook=None):
     An assignment's score is nbgrader's (its gradebook: autograded parts plus the
     answers graded by hand in formgrader, minus any late penalty); where the
     gradebook has no such submission, the autograded parts from the results.
+    Only assignments somebody has handed in count: the others are left empty and
+    stay out of ``max_total`` until they are released and handed in.
     """
     gradebook = gradebook or {}
     auto = {(r["student"], r["assignment"]): sum(p["score"] for p in r["parts"]) for r in records}
     students = sorted({s for s, _ in auto} | {s for s, _ in gradebook})
+    handed_in = {aid for _, aid in list(auto) + list(gradebook)}
     out = []
     for student in students:
         row = {"student_id": student}
@@ -158,10 +161,12 @@ def totals(course, records, gradebook=None):
             key = (student, a.id)
             if key in gradebook:
                 row[a.id] = round(gradebook[key]["score"], 3)
-            else:
+            elif a.id in handed_in:
                 row[a.id] = round(auto.get(key, 0.0), 3)
-        row["total"] = round(sum(row[a.id] for a in course.assignments), 3)
-        row["max_total"] = sum(max_points(a) for a in course.assignments)
+            else:
+                row[a.id] = None
+        row["total"] = round(sum(row[a.id] or 0.0 for a in course.assignments), 3)
+        row["max_total"] = sum(max_points(a) for a in course.assignments if a.id in handed_in)
         out.append(row)
     return out
 
@@ -194,6 +199,21 @@ def _part_output(part):
     return "\n".join(lines)
 
 
+def _test(name, number, score, top, output, tags, graded=True):
+    """One Gradescope test. Its ``status`` knows only passed and failed: full marks pass, a 0
+    fails, and partial credit (or an answer not graded yet) has no status, so Gradescope shows
+    the score itself and the output says which it is."""
+    test = {"name": name, "number": number, "score": score, "max_score": top, "output": output,
+            "visibility": "visible", "tags": tags}
+    if graded and score >= top:
+        test["status"] = "passed"
+    elif graded and score <= 0:
+        test["status"] = "failed"
+    elif graded:
+        test["output"] = f"partial credit: {score:g} of {top:g}\n{output}"
+    return test
+
+
 def gradescope(record, course=None, written=None):
     """A Gradescope autograder ``results.json`` for one submission.
 
@@ -206,17 +226,13 @@ def gradescope(record, course=None, written=None):
             titles[part.id] = part.title
     tests = []
     for part in record["parts"]:
-        tests.append({"name": f"{part['part']}: {titles.get(part['part'], part['part'])}",
-                      "number": part["part"], "score": part["score"], "max_score": part["max_score"],
-                      "status": "passed" if part["status"] == "passed" else "failed",
-                      "output": _part_output(part), "visibility": "visible",
-                      "tags": [record["assignment"], part["status"]]})
+        tests.append(_test(f"{part['part']}: {titles.get(part['part'], part['part'])}", part["part"],
+                           part["score"], part["max_score"], _part_output(part),
+                           [record["assignment"], part["status"]]))
     for cell, grade in (written or {}).items():
-        tests.append({"name": f"{cell} (graded by hand)", "number": cell, "score": grade["score"],
-                      "max_score": grade["max_score"],
-                      "status": "passed" if grade["score"] >= grade["max_score"] else "failed",
-                      "output": "graded by hand in formgrader" if grade["graded"] else "not graded yet",
-                      "visibility": "visible", "tags": [record["assignment"], "written"]})
+        tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"],
+                           "graded by hand in formgrader" if grade["graded"] else "not graded yet",
+                           [record["assignment"], "written"], graded=grade["graded"]))
     output = (f"Could not be graded: {record['problem']}" if record.get("problem")
               else f"{record['assignment']}: graded by the course's hidden and public suites")
     return {"score": round(sum(t["score"] for t in tests), 3), "output": output,

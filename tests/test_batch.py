@@ -289,10 +289,27 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         assert result["score"] == pytest.approx(score, abs=1e-3)
         assert sum(t["score"] for t in result["tests"]) == pytest.approx(result["score"], abs=1e-3)
         for test in result["tests"]:
-            assert set(test) >= {"name", "score", "max_score", "status", "output", "visibility"}
-            assert test["status"] in ("passed", "failed") and test["visibility"] == "visible"
+            assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
+            assert test.get("status") in ("passed", "failed", None) and test["visibility"] == "visible"
     page = (folder / "reports" / "reference" / f"{assignment.id}.html").read_text()
     assert f"graded by hand: {points:g} / {sum(assignment.written.values()):g}" in page
+
+
+def test_totals_count_only_assignments_handed_in_and_gradescope_keeps_partial_credit_apart(course):
+    first = course.assignments[0]
+    half, *rest = first.parts
+    record = {"student": "ann", "assignment": first.id, "problem": None, "parts": [
+        {"part": half.id, "score": half.points / 2, "max_score": half.points, "status": "partial",
+         "reason": "", "checks": []}] + [
+        {"part": p.id, "score": p.points, "max_score": p.points, "status": "passed", "reason": "", "checks": []}
+        for p in rest]}
+    row, = reports.totals(course, [record])
+    assert row["max_total"] == reports.max_points(first)
+    assert row["total"] == sum(p.points for p in first.parts) - half.points / 2
+    assert all(row[a.id] is None for a in course.assignments[1:])     # not handed in by anyone yet
+    tests = {t["number"]: t for t in reports.gradescope(record, course)["tests"]}
+    assert "status" not in tests[half.id] and tests[half.id]["output"].startswith("partial credit: ")
+    assert all(tests[p.id]["status"] == "passed" for p in rest)
 
 
 # --- 5. feedback in a real browser --------------------------------------------------------------------

@@ -170,6 +170,19 @@ def test_nbgrader_export_agrees_with_parts_csv(course, graded_demo, tmp_path):
         assert score == pytest.approx(totals.get(key, 0.0), abs=1e-6), key
 
 
+def test_git_ignores_everything_grading_writes_in_a_course_folder(graded_demo):
+    """`git add -A` after a term must not commit students' work or grades."""
+    folder, _, _ = graded_demo
+    written = [os.path.relpath(os.path.join(d, f), folder) for d, _, files in os.walk(folder) for f in files]
+    written = [p for p in written if p != "nbgrader_config.py"]   # the repository has its own, committed
+    written += ["feedback/s/attention/attention.html", "exchange/attention-transformer/inbound/x",
+                ".release-abc123/release/attention/attention.ipynb", "gradebook.db-journal"]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    proc = subprocess.run(["git", "check-ignore", "--no-index", "--stdin"], cwd=root, input="\n".join(written),
+                          capture_output=True, text=True)
+    assert sorted(set(written) - set(proc.stdout.splitlines())) == []
+
+
 def test_nbgrader_export_in_the_course_folder_overwrites_nothing_of_ours(graded_demo, tmp_path):
     import shutil
     folder, _, _ = graded_demo
