@@ -66,9 +66,18 @@ def settings(course, out=None):
 
 
 def configure(c, out=None, course_yaml=None):
-    """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``."""
+    """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``.
+
+    nbgrader's own generate_assignment (the command, formgrader's Generate button) also adds
+    the self-check kit there, so its release is the one `course release` makes.
+    """
+    from nbgrader.converters import GenerateAssignment
     from autograder import config
-    c.merge(settings(config.load(course_yaml), out))
+    course = config.load(course_yaml)
+    c.merge(settings(course, out))
+    c.GenerateAssignment.preprocessors = (list(GenerateAssignment.class_traits()["preprocessors"].default())
+                                          + ["autograder.nbgrader_bridge.AddSelfCheckKit"])
+    c.AddSelfCheckKit.course_yaml = os.path.abspath(course.path)
 
 
 def write_course_folder(course, out):
@@ -223,6 +232,21 @@ class ApplyResults(NbGraderPreprocessor):
                 new_output("execute_result", data={"text/plain": repr(float(part["score"]))},
                            execution_count=None),
             ]
+        return nb, resources
+
+
+class AddSelfCheckKit(NbGraderPreprocessor):
+    """Put the self-check kit beside the notebook nbgrader's own generate_assignment releases."""
+
+    course_yaml = Unicode("", help="the course's course.yaml").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        from nbgrader.coursedir import CourseDirectory
+        from autograder import config, release
+        course = config.load(self.course_yaml)
+        assignment = course.assignment(resources["nbgrader"]["assignment"])
+        coursedir = CourseDirectory(config=self.config)
+        release.vendor(course, assignment, coursedir.format_path(coursedir.release_directory, ".", assignment.id))
         return nb, resources
 
 
