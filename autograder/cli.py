@@ -71,7 +71,7 @@ def write_exports(course, out, records):
     """parts.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export (grades.csv)."""
     from autograder import nbgrader_bridge, reports
     gradebook = nbgrader_bridge.gradebook_scores(course, out)
-    paths = {"grades": reports.write_grades(out, records),
+    paths = {"parts": reports.write_grades(out, records),
              "totals": reports.write_totals(out, course, records, gradebook),
              "gradescope": reports.write_gradescope(out, course, records, gradebook),
              "feedback": reports.write_feedback(out, records, course, gradebook),
