@@ -105,12 +105,15 @@ def test_a_refused_release_writes_nothing_and_given_lines_are_no_leak(course_cop
 
 @pytest.mark.slow
 def test_nbgraders_own_generate_assignment_releases_what_course_release_does(course_copy):
+    import shutil
     copy = course_copy(_keep_first)
+    aid = copy.assignments[0].id
+    shutil.rmtree(copy.release(copy.assignments[0]))
     env = dict(os.environ, PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ["PATH"])
-    proc = subprocess.run(["nbgrader", "generate_assignment", copy.assignments[0].id, "--force"], cwd=copy.root,
+    proc = subprocess.run(["nbgrader", "generate_assignment", aid, "--force"], cwd=copy.root,
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    aid = copy.assignments[0].id               # the copy's assignments/ keeps the others' folders
+    # the copy's assignments/ still holds the other assignments' folders
     assert [d for d in release.differences(copy) if d.split(os.sep)[0] == aid] == []   # the kit included
 
 
