@@ -168,8 +168,7 @@ def stale(course, record, path, grader=None):
         return "the notebook changed"
     if record.get("grader") != (grader or grader_version()):
         return "the grader changed"
-    now = suite_versions(course, record["assignment"])
-    if record.get("suites") != now:
+    if record.get("suites") != suite_versions(course, record["assignment"]):
         points = {p.id: p.points for p in course.assignment(record["assignment"]).parts}
         moved = [f"{p['part']} {p['max_score']:g} -> {points[p['part']]:g}"
                  for p in record.get("parts", []) if p["part"] in points and p["max_score"] != points[p["part"]]]

@@ -15,7 +15,6 @@ Autograde button give the same scores.
 
 import contextlib
 import io
-import json
 import logging
 import os
 import shutil
