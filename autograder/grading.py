@@ -26,7 +26,6 @@ from autograder.reports import GRADER_ERROR
 from selfcheck import wire
 from selfcheck.program import (MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook, program, read_notebook,
                                solution_ids)
-from selfcheck.student import InfrastructureError
 
 SELF = os.path.dirname(os.path.abspath(__file__))
 

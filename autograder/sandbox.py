@@ -54,9 +54,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 
-from selfcheck.student import Launch
+from selfcheck.student import Launch, limited, rlimits
 
 BANNER_WEAK = ("WEAKER MODE: bubblewrap is not available ({why}); students' code runs WITHOUT "
                "filesystem isolation (it can read solutions/, tests/ and other submissions). "
@@ -101,11 +100,7 @@ def corpus_path(course=None):
 
 def _limits(memory_mb, cpu_seconds, processes=None):
     """The rlimits every process of a sandbox inherits."""
-    mem = int(memory_mb) << 20
-    limits = [(resource.RLIMIT_AS, mem), (resource.RLIMIT_FSIZE, FILE_MB << 20),
-              (resource.RLIMIT_CORE, 0)]
-    out = [(kind, (value, value)) for kind, value in limits]
-    out.append((resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5)))
+    out = rlimits(memory_mb, cpu_seconds) + [(resource.RLIMIT_FSIZE, (FILE_MB << 20, FILE_MB << 20))]
     if processes:
         out.append((resource.RLIMIT_NPROC, (processes, processes)))
     return out
@@ -257,14 +252,6 @@ def _privileged_preexec(uid, limits, cgroup_procs, stages):
     return run
 
 
-def _plain_preexec(limits):
-    def run():
-        os.setsid()
-        for kind, value in limits:
-            resource.setrlimit(kind, value)
-    return run
-
-
 class BwrapJail:
     """Starts each student process inside bubblewrap, unprivileged."""
 
@@ -344,7 +331,7 @@ class BwrapJail:
                 lease.release()
                 raise
         else:
-            preexec = _plain_preexec(_limits(memory_mb, cpu_seconds))
+            preexec = limited(_limits(memory_mb, cpu_seconds))
 
         def release():
             if cgroup is not None:
@@ -393,7 +380,7 @@ class WeakJail:
         env = dict(env, TMPDIR=workdir, MPLCONFIGDIR=workdir)
         if self.corpus:
             env["TINYSHAKESPEARE"] = self.corpus
-        return Launch([], env, code_root, sys.executable, _plain_preexec(_limits(memory_mb, cpu_seconds)),
+        return Launch([], env, code_root, sys.executable, limited(_limits(memory_mb, cpu_seconds)),
                       workdir=workdir, scratch=workdir)
 
 

@@ -19,7 +19,6 @@ process (``PATCH``): a verdict that were made there would turn mistakes into ful
 import concurrent.futures as cf
 import dataclasses
 import multiprocessing
-import os
 
 import pytest
 

@@ -109,19 +109,29 @@ class Launch:
             self._release = None
 
 
+def rlimits(memory_mb, cpu_seconds):
+    """The limits every process running a student's code gets: address space, CPU, no core."""
+    mem = int(memory_mb) << 20
+    return [(resource.RLIMIT_AS, (mem, mem)), (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5)),
+            (resource.RLIMIT_CORE, (0, 0))]
+
+
+def limited(limits):
+    """A preexec function: a session of its own, then ``limits``."""
+    def apply():
+        os.setsid()
+        for kind, value in limits:
+            resource.setrlimit(kind, value)
+    return apply
+
+
 class _Unconfined:
     """No sandbox: a student's own machine running their own self-check, with rlimits."""
 
     @staticmethod
     def launch(*, workdir, env, code_root, memory_mb, cpu_seconds):
-        def limits():
-            os.setsid()
-            mem = int(memory_mb) << 20
-            resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-            resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        return Launch([], dict(env, TMPDIR=workdir), code_root, sys.executable, limits,
-                      workdir=workdir, scratch=workdir)
+        return Launch([], dict(env, TMPDIR=workdir), code_root, sys.executable,
+                      limited(rlimits(memory_mb, cpu_seconds)), workdir=workdir, scratch=workdir)
 
 
 class Student:
