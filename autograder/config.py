@@ -48,6 +48,7 @@ class Course:
     course_id: str
     time_per_test: float
     memory_mb: int
+    time_per_part: float
     assignments: list
     exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
 
@@ -112,9 +113,13 @@ def load(path=None):
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
         raise ConfigError(f"{name}: exchange_root: must be a folder's path, got {exchange!r}")
-    _keys(f"{name}: limits", raw["limits"], ("time_per_test", "memory_mb"),
-          ("time_per_test", "memory_mb"))
+    _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
+          ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
+    part_limit = _number(f"{name}: limits.time_per_part", raw["limits"]["time_per_part"], positive=True)
+    if part_limit < time_limit:
+        raise ConfigError(f"{name}: limits.time_per_part ({part_limit}) must be at least "
+                          f"limits.time_per_test ({time_limit})")
     memory = _number(f"{name}: limits.memory_mb", raw["limits"]["memory_mb"], positive=True)
     if not isinstance(raw["assignments"], dict) or not raw["assignments"]:
         raise ConfigError(f"{name}: assignments: expected at least one assignment")
@@ -155,7 +160,8 @@ def load(path=None):
             _number(f"{where}.written.{cell}", pts)
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
-                  assignments, os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None)
+                  float(part_limit), assignments,
+                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None)
 
 
 def write_exchange_root(course, root):

@@ -18,6 +18,7 @@ import io
 import logging
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import warnings
@@ -46,6 +47,14 @@ def settings(course, out=None):
     c.OverwriteCells.add_missing_cells = True
     c.Execute.timeout = int(max(course.time_per_test, 1))
     c.Exchange.root = course.exchange_root or os.path.join(out, "exchange")
+    # hand-ins are strangers' files: collect never follows a link nor takes another's name,
+    # the CSV export cannot hold a formula, feedback pages never carry a student's script
+    c.ExchangeFactory.collect = "autograder.nbgrader_plugins.SafeCollect"
+    c.ExportApp.plugin_class = "autograder.nbgrader_plugins.SafeCsvExport"
+    c.HTMLExporter.sanitize_html = True
+    c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+                                        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+                                        "autograder.nbgrader_plugins.SanitizeMarkdown"]
     # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
@@ -155,11 +164,11 @@ def autograde(course, assignment, out, student_id="*"):
 def export(course, out):
     """nbgrader export: grades.csv, the very file ``nbgrader export`` writes in the course folder."""
     from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - loads the plugin machinery
-    from nbgrader.plugins import CsvExportPlugin
     from nbgrader.api import Gradebook
+    from autograder.nbgrader_plugins import SafeCsvExport
     cfg = settings(course, out)
     path = os.path.join(out, "grades.csv")
-    plugin = CsvExportPlugin(config=cfg)
+    plugin = SafeCsvExport(config=cfg)
     plugin.to = path
     with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
         plugin.export(gb)
@@ -189,11 +198,12 @@ class ApplyResults(NbGraderPreprocessor):
     course_yaml = Unicode("", help="the course's course.yaml; when set, a submission without a "
                                    "current result is graded before its verdicts are applied").tag(config=True)
 
-    def _parts(self, student, assignment_id, notebook):
-        """part id -> verdict for one submission, graded now if it has none that is current."""
+    def _record(self, student, assignment_id, notebook):
+        """The submission's result ({} when none), graded now when it has none that is current."""
         from autograder import grading
         out = os.path.dirname(os.path.abspath(self.results_dir))
         record = grading.read_result(out, student, assignment_id)
+        record = record if isinstance(record, dict) else None
         if self.course_yaml:
             from nbgrader.coursedir import CourseDirectory
             from autograder import config
@@ -205,13 +215,20 @@ class ApplyResults(NbGraderPreprocessor):
             if why:
                 self.log.info("Grading %s/%s with the course's suites (%s)", student, assignment_id, why)
                 record = grading.grade_one(course, student, assignment_id, path, out)
-        return {p["part"]: p for p in (record or {}).get("parts", [])}
+        return record or {}
 
     def preprocess(self, nb, resources):
         from nbgrader.utils import is_grade, is_solution
         from nbformat.v4 import new_output
+        from autograder import grading
         info = resources["nbgrader"]
-        parts = self._parts(info["student"], info["assignment"], info.get("notebook"))
+        record = self._record(info["student"], info["assignment"], info.get("notebook"))
+        if grading.is_grader_error(record):
+            raise RuntimeError(f"{info['student']}: not graded (the grader failed on it); nothing recorded")
+        try:
+            parts = {p["part"]: p for p in record.get("parts") or []}
+        except (KeyError, TypeError):
+            parts = {}
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
                 continue
@@ -249,22 +266,46 @@ class AddSelfCheckKit(NbGraderPreprocessor):
         return nb, resources
 
 
-def stage(submitted, out, student, assignment, notebook, replacement=None):
-    """Copy one submission into ``out/submitted`` (nbgrader reads from there)."""
+def _copy_regular(src, dest, limit):
+    """Copy ``src`` only when it is a regular file (never through a link) of at most ``limit`` bytes."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return False
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        return False
+    with open(dest, "wb") as fh:
+        fh.write(data)
+    return True
+
+
+def stage(submitted, out, student, assignment, notebook, stub, use_stub=False):
+    """Put one submission where nbgrader reads it (``out/submitted``), never through a link.
+
+    The released ``stub`` stands in for a notebook that could not be graded
+    (``use_stub``) or cannot be copied as a plain file: nbgrader then records
+    the verdicts (:class:`ApplyResults`) without reading what was handed in. In
+    place (``submitted`` is ``out/submitted``) such a notebook is first moved
+    aside to ``<notebook>.refused``."""
     src = os.path.join(submitted, student, assignment)
     dest = os.path.join(out, "submitted", student, assignment)
+    target = os.path.join(dest, notebook)
     if os.path.abspath(src) == os.path.abspath(dest):
+        if use_stub or os.path.islink(target):
+            if os.path.lexists(target):
+                os.replace(target, target + ".refused")
+            shutil.copy(stub, target)
         return
     if os.path.exists(dest):
         shutil.rmtree(dest)
     os.makedirs(dest)
-    stamp = os.path.join(src, "timestamp.txt")
-    if os.path.exists(stamp):
-        shutil.copy(stamp, dest)
-    if replacement is not None:
-        shutil.copy(replacement, os.path.join(dest, notebook))
-    else:
-        shutil.copy(os.path.join(src, notebook), os.path.join(dest, notebook))
+    _copy_regular(os.path.join(src, "timestamp.txt"), os.path.join(dest, "timestamp.txt"), 200)
+    if use_stub or not _copy_regular(os.path.join(src, notebook), target, 64 << 20):
+        shutil.copy(stub, target)
 
 
 # --- reading the gradebook back: the totals include the answers graded in formgrader ---------

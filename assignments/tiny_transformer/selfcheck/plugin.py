@@ -37,10 +37,10 @@ def student(request):
     info = manifest(folder)
     path = request.config.getoption("notebook") or os.path.join(folder, info["notebook"])
     try:
-        cells, _ = program(read_notebook(path))
+        prog = program(read_notebook(path))
     except NotebookError as exc:
         pytest.exit(f"{path}: {exc}", returncode=2)
-    with Student(cells, workdir=folder, time_limit=info["time_per_test"],
+    with Student(prog, workdir=folder, time_limit=info["time_per_test"],
                  memory_mb=info["memory_mb"], label=os.path.basename(path)) as handle:
         yield handle
 
