@@ -108,7 +108,7 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         os.chmod(scratch, 0o755)
         for part in assignment.parts:
-            prog = program(nb, release, own=set(part.cells))
+            prog = program(nb, release, own=set(part.cells), stand_ins=assignment.stand_in_cells(part))
             if prog.missing:
                 parts.append(_zero(part, "missing", "the solution cell(s) "
                                    + ", ".join(f"'{m}'" for m in prog.missing)
@@ -316,7 +316,7 @@ class Batch:
         return len(self.records)
 
 
-JOURNAL = "batch.json"
+JOURNAL = ".batch.json"     # a dot name: no student id can be it
 
 
 def _journal(out, data):

@@ -50,6 +50,13 @@ def settings(course, out=None):
     c.ExchangeFactory.collect = "autograder.nbgrader_plugins.SafeCollect"
     c.ExportApp.plugin_class = "autograder.nbgrader_plugins.SafeCsvExport"
     c.HTMLExporter.sanitize_html = True
+    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py) and
+    # the students' markdown made safe for formgrader, which renders it unsanitised
+    c.Autograde.sanitize_preprocessors = [
+        "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
+        "nbgrader.preprocessors.OverwriteKernelspec", "autograder.nbgrader_cells.RestoreCells",
+        "nbgrader.preprocessors.CheckCellMetadata", "autograder.nbgrader_plugins.SanitizeMarkdown"]
+    c.RestoreCells.add_missing_cells = True
     c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
                                         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
                                         "autograder.nbgrader_plugins.SanitizeMarkdown"]
@@ -128,12 +135,6 @@ def autograde(course, assignment, out, results_dir, student_id="*"):
     """nbgrader autograde with the hidden suites' verdicts in place of a kernel run."""
     from nbgrader.converters import Autograde
     cfg = settings(course, out)
-    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
-    cfg.Autograde.sanitize_preprocessors = [
-        "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
-        "nbgrader.preprocessors.OverwriteKernelspec", "autograder.nbgrader_cells.RestoreCells",
-        "nbgrader.preprocessors.CheckCellMetadata"]
-    cfg.RestoreCells.add_missing_cells = True
     cfg.Autograde.autograde_preprocessors = [
         "autograder.nbgrader_bridge.ApplyResults",
         "nbgrader.preprocessors.SaveAutoGrades",
