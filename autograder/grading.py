@@ -107,8 +107,11 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
     parts = []
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         os.chmod(scratch, 0o755)
+        passed = set()      # parts that earned full marks: the parts using them run the student's own
         for part in assignment.parts:
-            prog = program(nb, release, own=set(part.cells), stand_ins=assignment.stand_in_cells(part))
+            mine = {cell for used in part.uses if used in passed for cell in assignment.part(used).cells}
+            prog = program(nb, release, own=set(part.cells) | mine,
+                           stand_ins=assignment.stand_in_cells(part) - mine)
             if prog.missing:
                 parts.append(_zero(part, "missing", "the solution cell(s) "
                                    + ", ".join(f"'{m}'" for m in prog.missing)
@@ -118,6 +121,8 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
             os.makedirs(workdir)
             _support_files(course, assignment, workdir)
             parts.append(suites.run_part(course, assignment, part, prog, workdir, jail=jail))
+            if parts[-1]["status"] == "passed":
+                passed.add(part.id)
     record["parts"] = parts
     return record
 
