@@ -27,6 +27,7 @@ class Part:
     cells: list
     hidden: str            # path of the hidden suite, relative to the course root
     public: str            # path of the public tests, relative to the course root
+    uses: list = field(default_factory=list)   # parts whose functions this part's code may call
 
 
 @dataclass
@@ -39,6 +40,10 @@ class Assignment:
 
     def part(self, part_id):
         return next(p for p in self.parts if p.id == part_id)
+
+    def stand_in_cells(self, part):
+        """The solution cells whose functions the grader answers when ``part`` is graded."""
+        return {cell for used in part.uses for cell in self.part(used).cells}
 
 
 @dataclass
@@ -140,7 +145,7 @@ def load(path=None):
             if pid in seen_parts:
                 raise ConfigError(f"{pwhere}: part appears in two assignments")
             seen_parts.add(pid)
-            _keys(pwhere, pspec, ("title", "points", "cells", "tests"), ("points", "cells", "tests"))
+            _keys(pwhere, pspec, ("title", "points", "cells", "tests", "uses"), ("points", "cells", "tests"))
             points = _number(f"{pwhere}.points", pspec["points"])
             for cell in pspec["cells"]:
                 if cell not in cells:
@@ -152,8 +157,13 @@ def load(path=None):
             public = os.path.join("solutions", aid, f"test_{pid}.py")
             if not os.path.exists(os.path.join(root, public)):
                 raise ConfigError(f"{pwhere}: public tests {public} do not exist")
+            uses = pspec.get("uses") or []
+            for used in uses:
+                if used == pid or used not in (spec["parts"] or {}):
+                    raise ConfigError(f"{pwhere}.uses: {used!r} is not another part of {aid} "
+                                      f"(known: {', '.join(p for p in spec['parts'] if p != pid)})")
             parts.append(Part(pid, pspec.get("title", pid), points, list(pspec["cells"]),
-                              pspec["tests"], public))
+                              pspec["tests"], public, list(uses)))
         written = spec.get("written") or {}
         _keys(f"{where}.written", written, sorted(c for c in cells if c.startswith("answer_")))
         for cell, pts in written.items():

@@ -107,8 +107,11 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
     parts = []
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         os.chmod(scratch, 0o755)
+        passed = set()      # parts that earned full marks: the parts using them run the student's own
         for part in assignment.parts:
-            prog = program(nb, release, own=set(part.cells))
+            mine = {cell for used in part.uses if used in passed for cell in assignment.part(used).cells}
+            prog = program(nb, release, own=set(part.cells) | mine,
+                           stand_ins=assignment.stand_in_cells(part) - mine)
             if prog.missing:
                 parts.append(_zero(part, "missing", "the solution cell(s) "
                                    + ", ".join(f"'{m}'" for m in prog.missing)
@@ -118,6 +121,8 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
             os.makedirs(workdir)
             _support_files(course, assignment, workdir)
             parts.append(suites.run_part(course, assignment, part, prog, workdir, jail=jail))
+            if parts[-1]["status"] == "passed":
+                passed.add(part.id)
     record["parts"] = parts
     return record
 
@@ -182,11 +187,13 @@ def find_submissions(course, submitted, refused=None):
 def suite_versions(course, assignment_id):
     """part -> the version of everything that decides its score, as it is now.
 
-    Its public and hidden suites, its points and cells, the course's limits, the
-    chapter's numbers, and the assignment's code that runs beside the student's:
-    the reference solution (the stand-ins, and what hidden checks compare with),
-    the released notebook's given cells and its support files. A change to any
-    of them marks earlier results of the part stale; notebook prose does not.
+    Its public and hidden suites, its points and cells, the versions of the parts
+    it uses (whether they pass decides whose code of theirs it runs), the course's
+    limits, the chapter's numbers, and the assignment's code that runs beside the
+    student's: the reference solution (the stand-ins, and what hidden checks
+    compare with), the released notebook's given cells and its support files. A
+    change to any of them marks earlier results of the part stale; notebook prose
+    does not.
     """
     assignment = course.assignment(assignment_id)
     reference = program(read_notebook(course.source(assignment, assignment.notebook))).cells
@@ -202,7 +209,8 @@ def suite_versions(course, assignment_id):
     for part in assignment.parts:
         own = json.dumps({"suites": suites.file_hash(os.path.join(course.root, part.public),
                                                      os.path.join(course.root, part.hidden)),
-                          "points": part.points, "cells": part.cells})
+                          "points": part.points, "cells": part.cells,
+                          "uses": {used: versions.get(used) for used in part.uses}})
         versions[part.id] = hashlib.sha256((shared + own).encode()).hexdigest()[:12]
     return versions
 
@@ -360,7 +368,7 @@ class Batch:
         return len(self.records)
 
 
-JOURNAL = "batch.json"
+JOURNAL = ".batch.json"     # a dot name: no student id can be it
 
 
 def _journal(out, data):

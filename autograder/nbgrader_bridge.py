@@ -52,15 +52,16 @@ def settings(course, out=None):
     c.ExchangeFactory.collect = "autograder.nbgrader_plugins.SafeCollect"
     c.ExportApp.plugin_class = "autograder.nbgrader_plugins.SafeCsvExport"
     c.HTMLExporter.sanitize_html = True
-    c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
-                                        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-                                        "autograder.nbgrader_plugins.SanitizeMarkdown"]
-    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py)
+    # nbgrader's sanitising, with deleted test cells restored (autograder/nbgrader_cells.py) and
+    # the students' markdown made safe for formgrader, which renders it unsanitised
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
         "nbgrader.preprocessors.OverwriteKernelspec", "autograder.nbgrader_cells.RestoreCells",
-        "nbgrader.preprocessors.CheckCellMetadata"]
+        "nbgrader.preprocessors.CheckCellMetadata", "autograder.nbgrader_plugins.SanitizeMarkdown"]
     c.RestoreCells.add_missing_cells = True
+    c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+                                        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+                                        "autograder.nbgrader_plugins.SanitizeMarkdown"]
     # no kernel: the course grader's verdicts, graded here when a submission has none yet
     c.Autograde.autograde_preprocessors = [
         "autograder.nbgrader_bridge.ApplyResults",

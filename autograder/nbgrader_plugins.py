@@ -13,18 +13,22 @@ Both are configured for the course (``nbgrader_bridge.settings``), so plain
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
   csv module, every text field spreadsheet-safe (a student id starting with
   ``=`` cannot become a formula; a comma in a name cannot shift a column).
-* :class:`SanitizeMarkdown` cleans the students' markdown before nbgrader's
-  feedback page renders it: nbgrader's feedback template renders markdown
-  without nbconvert's ``sanitize_html``, so a ``<script>`` in a written answer
-  would run in whoever opens the page.
+* :class:`SanitizeMarkdown` cleans the students' markdown when a submission is
+  autograded (what formgrader shows) and before a feedback page is made:
+  nbgrader's formgrade and feedback templates render markdown without
+  nbconvert's ``sanitize_html``, so a ``<script>`` in a written answer would
+  run in the grader's browser, logged in to a Jupyter server.
 """
 
+import contextlib
 import glob
 import os
+import re
 import shutil
 import stat
 
-from nbconvert.filters import clean_html
+import bleach
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbgrader.api import MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins import CsvExportPlugin
@@ -36,25 +40,14 @@ except ImportError:  # pragma: no cover - not on Windows
     pwd = None
 
 
-def _owner(path):
-    try:
-        return pwd.getpwuid(os.lstat(path).st_uid).pw_name
-    except KeyError:
-        return f"uid {os.lstat(path).st_uid}"
-
-
 class SafeCollect(ExchangeCollect):
     """nbgrader's collect, never following links and refusing hand-ins under another's name."""
 
     def _refusal(self, path, username):
-        """Why a hand-in must not be collected, or None."""
+        """Why a hand-in must not be collected, or None (checked again on the open folder)."""
         if os.path.islink(path):
             return "it is a symbolic link"
-        if self.check_owner and pwd is not None and os.lstat(path).st_uid != os.geteuid():
-            owner = _owner(path)     # files of the instructor's own are the instructor's doing
-            if owner != username:
-                return f"it is owned by {owner}, not by {username}"
-        return None
+        return self._refusal_of(os.lstat(path).st_uid, username)
 
     def init_src(self):
         super().init_src()           # nbgrader's checks, and the due date
@@ -76,16 +69,81 @@ class SafeCollect(ExchangeCollect):
             self.src_records.append(records[0])
 
     def do_copy(self, src, dest, log=None):
-        """Copy a hand-in with its links left as links (the grader refuses them) and nothing
-        but regular files and folders."""
-        def ignore(folder, names):
-            skipped = set(shutil.ignore_patterns(*self.coursedir.ignore)(folder, names))
-            for name in names:
-                mode = os.lstat(os.path.join(folder, name)).st_mode
-                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                    skipped.add(name)
-            return skipped
-        shutil.copytree(src, dest, symlinks=True, ignore=ignore)
+        """Copy a hand-in through file descriptors, opened without following links, so a link
+        swapped in while the copy runs is refused too; only regular files and folders come,
+        within nbgrader's size limits. A refused hand-in is left out, with a warning."""
+        username = os.path.basename(src).rsplit("+", 3)[0]
+        try:
+            fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError as exc:
+            self.log.warning("Not collecting %s: it is not a folder of its own (%s)", src, exc.strerror)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(dest))
+            return
+        try:
+            why = self._refusal_of(os.fstat(fd).st_uid, username)
+            if why is None:
+                budget = [1000 * self.coursedir.max_dir_size]
+                why = _copy_folder(fd, dest, 1000 * self.coursedir.max_file_size, budget,
+                                   shutil.ignore_patterns(*self.coursedir.ignore), self.log)
+        finally:
+            os.close(fd)
+        if why:
+            self.log.warning("Not collecting %s: %s", src, why)
+            shutil.rmtree(dest, ignore_errors=True)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(dest))        # the student's folder, when nothing else is in it
+
+    def _refusal_of(self, uid, username):
+        if self.check_owner and pwd is not None and uid != os.geteuid():
+            try:
+                owner = pwd.getpwuid(uid).pw_name
+            except KeyError:
+                owner = f"uid {uid}"
+            if owner != username:    # files of the instructor's own are the instructor's doing
+                return f"it is owned by {owner}, not by {username}"
+        return None
+
+
+def _copy_folder(fd, dest, max_file, budget, ignore, log):
+    """Copy the folder open at ``fd`` into ``dest``; returns why it was refused, or None."""
+    os.makedirs(dest, exist_ok=True)
+    names = [entry.name for entry in os.scandir(fd)]
+    skipped = set(ignore(dest, names))
+    for name in names:
+        if name in skipped:
+            continue
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+        if stat.S_ISDIR(mode):
+            sub = os.open(name, flags | os.O_DIRECTORY, dir_fd=fd)
+            try:
+                why = _copy_folder(sub, os.path.join(dest, name), max_file, budget, ignore, log)
+            finally:
+                os.close(sub)
+            if why:
+                return why
+        elif stat.S_ISREG(mode):
+            try:
+                handle = os.open(name, flags, dir_fd=fd)
+            except OSError as exc:
+                return f"{name} could not be opened as a file ({exc.strerror})"
+            with os.fdopen(handle, "rb") as fh:
+                info = os.fstat(fh.fileno())
+                if not stat.S_ISREG(info.st_mode):
+                    return f"{name} is not a regular file"
+                if info.st_size > max_file:
+                    log.warning("Not collecting %s: larger than %d bytes", name, max_file)
+                    continue
+                data = fh.read(max_file + 1)
+            budget[0] -= len(data)
+            if budget[0] < 0 or len(data) > max_file:
+                return "the hand-in is larger than the course allows"
+            with open(os.path.join(dest, name), "wb") as out:
+                out.write(data)
+        else:
+            log.warning("Not collecting %s: a link or a special file", name)
+    return None
 
 
 class SafeCsvExport(CsvExportPlugin):
@@ -123,10 +181,23 @@ class SafeCsvExport(CsvExportPlugin):
         write_csv(self.to or "grades.csv", self.COLUMNS, rows)
 
 
+_TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5",
+         "h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table", "tbody",
+         "td", "th", "thead", "tr", "ul"}
+_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title"], "td": ["align"], "th": ["align"]}
+_PROTOCOLS = ["http", "https", "mailto", "attachment"]
+
+
 class SanitizeMarkdown(NbGraderPreprocessor):
-    """Every markdown cell's HTML reduced to nbconvert's safe subset (scripts and handlers go)."""
+    """Every markdown cell rendered to HTML and reduced to the tags and links a written answer
+    needs: scripts, event handlers, styles and javascript: links go; text, formatting,
+    tables, images and math stay."""
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type == "markdown":
-            cell.source = clean_html(cell.source)
+            html = bleach.clean(markdown2html_mistune(cell.source), tags=_TAGS, attributes=_ATTRIBUTES,
+                                protocols=_PROTOCOLS, strip=True)
+            # nbgrader renders the cell as markdown once more: one HTML block without blank lines
+            # is passed through untouched, so no markdown link can appear in it now
+            cell.source = "<div>\n" + re.sub(r"\n\s*\n", "\n", html.strip()) + "\n</div>"
         return cell, resources

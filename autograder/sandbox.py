@@ -324,7 +324,10 @@ class BwrapJail:
         if self.privileged:
             lease = _Lease()
             try:
-                cgroup = _Cgroup(f"attention-course-{lease.uid}", (int(memory_mb) << 20))
+                # above the per-process limit (one process meets MemoryError first, cleanly), with
+                # room for the tmpfs mounts; many processes together meet the cgroup's
+                cgroup = _Cgroup(f"attention-course-{lease.uid}",
+                                 (int(memory_mb) + SCRATCH_MB + SHM_MB + 128) << 20)
                 limits = _limits(memory_mb, cpu_seconds, processes=MAX_PROCESSES)
                 preexec = _privileged_preexec(lease.uid, limits, cgroup.join_paths(), stages)
             except BaseException:

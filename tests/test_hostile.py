@@ -283,9 +283,54 @@ def test_nbgrader_feedback_is_sanitised(batch):
     with open(batch["out"] / "feedback" / "script-in-answer" / "attention" / "attention.html",
               encoding="utf-8") as fh:
         page = fh.read()
-    assert "the keys are alike" in page
-    assert not re.search(r"<script[^>]*>[^<]*HOSTILE", page), "a student's script reached the page"
-    assert not re.search(r"<[a-zA-Z]+\s[^>]*\bon\w+\s*=", page), "an event handler reached the page"
+    with open(batch["out"] / "autograded" / "script-in-answer" / "attention" / "attention.ipynb",
+              encoding="utf-8") as fh:
+        autograded = fh.read()      # what formgrader shows the instructor
+    for text in (page, autograded):
+        assert "the keys are alike" in text
+        assert not re.search(r"<script[^>]*>[^<]*HOSTILE", text), "a student's script survived"
+        assert not re.search(r"<[a-zA-Z]+\s[^>]*\bon\w+\s*=", text), "an event handler survived"
+        assert not re.search(r"(href|src)\s*=\s*[\"']?\s*javascript:", text), "a javascript: link survived"
+
+
+def test_collect_never_follows_a_link(course, tmp_path):
+    """nbgrader collect, as the course configures it: a hand-in that is a link, or becomes one
+    between listing and copying, or holds links, or is owned by another user, never brings in
+    anything but the student's own regular files."""
+    from autograder import nbgrader_bridge
+    from autograder.nbgrader_plugins import SafeCollect
+    from nbgrader.coursedir import CourseDirectory
+    root = tmp_path / "exchange"
+    nbgrader_bridge.setup_exchange(course, str(tmp_path), str(root))
+    inbound = root / course.course_id / "inbound"
+    solutions = course.source(course.assignment("attention"))
+    stamp = "2026-12-01 10:00:00.000000 UTC"
+    for name in ("alice", "bob", "carol", "nobody"):
+        folder = inbound / f"{name}+attention+{stamp}+x"
+        folder.mkdir()
+        (folder / "attention.ipynb").write_text("{}")
+    (inbound / f"alice+attention+{stamp}+x" / "stolen.ipynb").symlink_to(
+        os.path.join(solutions, "attention.ipynb"))
+    os.symlink(solutions, inbound / f"dave+attention+{stamp}+x")
+    for name in ("carol", "nobody"):                       # carol's hand-in was made by someone else
+        for path in (inbound / f"{name}+attention+{stamp}+x", inbound / f"{name}+attention+{stamp}+x" / "attention.ipynb"):
+            os.chown(path, 65534, 65534)
+    cfg = nbgrader_bridge.settings(course, str(tmp_path))
+    cfg.Exchange.root = str(root)
+    coursedir = CourseDirectory(config=cfg)
+    coursedir.assignment_id = "attention"
+    collect = SafeCollect(coursedir=coursedir, config=cfg)
+    collect.init_src()
+    collect.init_dest()
+    bob = inbound / f"bob+attention+{stamp}+x"              # swapped for a link after the listing
+    os.rename(bob, tmp_path / "bob-real")
+    os.symlink(solutions, bob)
+    collect.copy_files()
+    submitted = tmp_path / "submitted"
+    assert sorted(os.listdir(submitted)) == ["alice", "nobody"], os.listdir(submitted)
+    assert os.listdir(submitted / "alice" / "attention") == ["attention.ipynb"]
+    for folder, _, files in os.walk(submitted):
+        assert not any(os.path.islink(os.path.join(folder, f)) for f in files)
 
 
 def test_the_catalogue_covers_every_behaviour():
@@ -296,7 +341,8 @@ def test_the_catalogue_covers_every_behaviour():
               "remounts-the-sandbox", "mutates-input-under-patched-numpy", "exhausts-pids", "fills-tmpfs",
               "many-processes-eat-memory", "slow-calls", "odd-text-in-errors", "huge-reply",
               "reads-the-stand-ins", "symlink-to-solutions", "folder-symlink", "deeply-nested-notebook",
-              "=1+2", "script-in-answer", "shadows-given-model"}
+              "=1+2", "script-in-answer", "shadows-given-model", "stand-in-as-oracle", "malformed-metadata",
+              "batch.json", "given-amplifier"}
     assert wanted <= set(CATALOGUE.ENTRIES)
 
 

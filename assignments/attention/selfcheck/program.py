@@ -16,6 +16,7 @@ contribute their imports and definitions only.
 
 import ast
 import json
+import re
 from dataclasses import dataclass, field
 
 SKIP_PREFIXES = ("show_", "run_")
@@ -60,12 +61,35 @@ def parse_notebook(raw):
     except UnicodeEncodeError:
         raise NotebookError("the notebook holds text that is not valid Unicode (a lone surrogate); "
                             "save it again from Jupyter") from None
-    for cell in nb["cells"]:
-        if not isinstance(cell, dict) or "cell_type" not in cell:
-            raise NotebookError("the notebook has a malformed cell")
-        if not isinstance(cell.get("source", ""), (str, list)) or not isinstance(cell.get("metadata", {}), dict):
-            raise NotebookError("the notebook has a malformed cell")
+    for number, cell in enumerate(nb["cells"], start=1):
+        if (not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str)
+                or not isinstance(cell.get("source", ""), (str, list))
+                or not isinstance(cell.get("metadata", {}), dict)):
+            raise NotebookError(f"cell {number} of the notebook is malformed")
+        problem = _nbgrader_problem(cell.get("metadata", {}).get("nbgrader"))
+        if problem:
+            raise NotebookError(f"cell {number} has nbgrader metadata that is not valid ({problem}); "
+                                "start again from the released notebook and copy your code into it")
     return nb
+
+
+_GRADE_ID = re.compile(r"[a-zA-Z0-9_\-]*")
+
+
+def _nbgrader_problem(data):
+    """What is wrong with a cell's nbgrader metadata, as nbgrader itself would refuse it, or None."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        return "not a mapping"
+    if "grade_id" in data and not (isinstance(data["grade_id"], str) and _GRADE_ID.fullmatch(data["grade_id"])):
+        return "grade_id"
+    for key in ("grade", "solution", "locked", "task"):
+        if key in data and not isinstance(data[key], bool):
+            return key
+    if "points" in data and (isinstance(data["points"], bool) or not isinstance(data["points"], (int, float))):
+        return "points"
+    return None
 
 
 def source(cell):
@@ -79,7 +103,8 @@ def meta(cell):
 
 
 def grade_id(cell):
-    return meta(cell).get("grade_id")
+    gid = meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
 
 
 def is_test(cell):
@@ -136,7 +161,8 @@ class Program:
 
     ``cells`` run in the student's process, in order: ``(label, code)``, or
     ``(label, None, names)`` for a stand-in, whose functions ``names`` the
-    grader answers. ``given`` are the locked cells the checker also runs on its
+    grader answers (the cells of other parts the graded one does not use are
+    left out). ``given`` are the locked cells the checker also runs on its
     own side. ``missing`` are solution cells of the part the submission no
     longer has.
     """
@@ -150,13 +176,14 @@ class Program:
         return [n for _, code in self.given for n in defined_names(code)]
 
 
-def program(student, release=None, own=None):
+def program(student, release=None, own=None, stand_ins=()):
     """The :class:`Program` of a submitted notebook.
 
     ``student`` is the submitted notebook; ``release`` the released one (the
     backbone: its order and its locked cells win). With ``own`` (the solution
-    cells of the part being graded), every other solution cell is a stand-in
-    for the functions the released cell declares.
+    cells of the part being graded), the solution cells in ``stand_ins`` (of
+    the parts it uses) are stand-ins for the functions the released cell
+    declares, and every other part's cells do not run.
     """
     if release is None:
         prog = Program()
@@ -190,8 +217,9 @@ def program(student, release=None, own=None):
                 prog.cells.append((gid, source(cell)))
                 prog.given.append((gid, source(cell)))
             elif own is not None and gid not in own:
-                names = defined_names(source(cell), (ast.FunctionDef,))
-                prog.cells.append((f"{gid} (another part)", None, names))
+                if gid in stand_ins:
+                    names = defined_names(source(cell), (ast.FunctionDef,))
+                    prog.cells.append((f"{gid} (another part)", None, names))
             elif gid in by_id:
                 prog.cells.append((gid, source(by_id[gid])))
             else:

@@ -45,6 +45,7 @@ MAX_RESTARTS = 3        # crashes survived before the student's code counts as b
 MAX_TIMEOUTS = 2        # calls that may time out before the remaining ones are not run
 STARTUP_SECONDS = 60    # for the process to say "ready" (a loaded machine, never the student's time)
 MESSAGE_CHARS = 2000    # of any message from the student's process
+GIVEN_MAX_NUMBERS = 100_000   # in one answer the given code (run by the grader) computes on
 
 
 class StudentError(Exception):
@@ -85,6 +86,17 @@ def _kill_tagged(token):
                     pass
         if not found:
             return
+
+
+def _size(value):
+    """How many numbers a plain-data value holds."""
+    if hasattr(value, "size") and hasattr(value, "shape"):
+        return int(value.size)
+    if isinstance(value, (list, tuple)):
+        return sum(_size(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_size(v) for v in value.values())
+    return 1
 
 
 def _signal_name(code):
@@ -163,6 +175,7 @@ class Student:
         self._timeouts = 0
         self._max_timeouts = max_timeouts      # None: never give up on timeouts (the stand-ins)
         self._spent = 0.0
+        self._ours = 0.0
         self._token = uuid.uuid4().hex
         self.broken = None          # a StudentError that ends every later call
         self.load_errors = []       # cells that raised while loading
@@ -303,7 +316,10 @@ class Student:
 
     def _died(self, what):
         code = self._proc.wait()
+        sandboxed = bool(self._launch and self._launch.prefix)
         self.close()
+        if sandboxed and code > 128:          # bubblewrap exits with 128 + the signal that killed it
+            code = 128 - code
         if code < 0 and -code == signal.SIGXCPU:
             reason = "used more CPU time than allowed"
         elif code < 0:
@@ -345,10 +361,11 @@ class Student:
         request["nonce"] = uuid.uuid4().hex
         limit = self.time_limit if self.budget is None else min(self.time_limit, self.budget - self._spent)
         started = time.monotonic()
+        self._ours = 0.0                     # time spent starting the stand-ins: never the student's
         try:
             reply = self._exchange(request, started + limit, what)
         finally:
-            self._spent += time.monotonic() - started
+            self._spent += time.monotonic() - started - self._ours
         if reply is None:
             raise self._timed_out(what, limit)
         if not isinstance(reply, dict) or reply.get("nonce") != request["nonce"]:
@@ -372,7 +389,11 @@ class Student:
                 raise StudentError("error", f"{what} sent back {exc}") from None
             if not (isinstance(reply, dict) and reply.get("op") == "stand-ins"):
                 return reply
-            self._send(self._start_stand_ins(), what)
+            began = time.monotonic()
+            answer = self._start_stand_ins()
+            self._ours += time.monotonic() - began
+            deadline += time.monotonic() - began
+            self._send(answer, what)
 
     def _ensure(self):
         if self.broken is not None:     # a fresh exception: re-raising one would grow its traceback
@@ -430,8 +451,14 @@ class Student:
                 for n in defined_names(c[1])}
 
     def _remote(self, name):
+        """The student's ``name`` as the given code calls it: its answer must be chapter-sized,
+        since the given code computes on it in the grader's process."""
         def call(*args, **kwargs):
-            return self.call(name, *args, **kwargs)
+            value = self.call(name, *args, **kwargs)
+            if _size(value) > GIVEN_MAX_NUMBERS:
+                raise StudentError("error", f"`{name}` returned {_size(value):,} numbers where the given "
+                                            f"code expects a few (at most {GIVEN_MAX_NUMBERS:,})")
+            return value
         call.__name__ = name
         return call
 
