@@ -270,8 +270,8 @@ class LocalStudent:
     def call(self, name, *args, probe=None, **kwargs):
         if probe:
             import importlib
-            fn = getattr(importlib.import_module(f"selfcheck.probes.{probe}"), name)
-            args = (self._ns,) + args
+            probe_fn = getattr(importlib.import_module(f"selfcheck.probes.{probe}"), name)
+            fn = lambda *a, **k: probe_fn(self._ns, *a, **k)   # noqa: E731 - the namespace stays here, off the wire
         else:
             fn = self._ns.get(name)
             if not callable(fn):
