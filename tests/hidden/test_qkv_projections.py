@@ -331,7 +331,8 @@ def test_large_scores_random(student):
          "causal_attention: large scores gave non-finite weights (subtract the row maximum, or use the given softmax)")
     that(np.all(weights[np.triu_indices(n, k=1)] == 0.0),
          "causal_attention: weights above the diagonal must be exactly 0, even for large scores")
-    close(weights, attention(Q, K, V)[1], "the weights for large random scores", reveal=False)
+    close(weights, attention(Q, K, V)[1], "the weights for large random scores", reveal=False,
+          scale=np.abs(Q @ K.T).max() / 2)
 
 
 def test_float32_input(student):
@@ -341,7 +342,7 @@ def test_float32_input(student):
     heads = [tuple(RNG.normal(size=(d, 3)).astype(np.float32) for _ in range(3)) for _ in range(2)]
     W_o = RNG.normal(size=(d, d)).astype(np.float32)
     close(student.multi_head_attention(x, heads, W_o), mha(x.astype(float), [tuple(w.astype(float) for w in h) for h in heads], W_o.astype(float)),
-          "multi_head_attention on float32 input", reveal=False, rtol=1e-4, atol=1e-5)
+          "multi_head_attention on float32 input", reveal=False)
 
 
 def test_inputs_left_alone(student):

@@ -94,10 +94,10 @@ def test_softmax_random_shapes(student, reference):
 def test_softmax_large_random_scores(student, reference):
     """softmax of random scores in the thousands is finite and correct"""
     z = RNG.normal(0, 1, size=(4, 7)) * 50 + 2000
-    close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False,
+    close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False, scale=2100,
           mistakes=[("exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
     z = -z
-    close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False,
+    close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False, scale=2100,
           mistakes=[("exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
                      naive_softmax(z))])
 
@@ -116,7 +116,7 @@ def test_softmax_masked_entries(student, reference):
 def test_softmax_float32_and_integers(student, reference):
     """softmax accepts float32 and integer input"""
     z = RNG.normal(size=(3, 4)).astype(np.float32)
-    close(student.softmax(z), reference.softmax(z), "softmax of a float32 array", reveal=False, rtol=1e-4, atol=1e-6)
+    close(student.softmax(z), reference.softmax(z), "softmax of a float32 array", reveal=False)
     z = np.array([[1, 2, 3], [3, 3, 3]])
     close(student.softmax(z), reference.softmax(z), "softmax of an integer array", reveal=False,
           mistakes=[("integer input was not converted to float", np.zeros((2, 3)))])

@@ -226,22 +226,27 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
             result[key].append(total / trials)
     return result
 '''},
-    "float32-vectorised": {"masked_softmax": '''
+    "float32-throughout": {"masked_softmax": '''
 def masked_softmax(scores, mask):
-    z = np.asarray(scores, dtype=np.float32)
-    z = np.where(mask, z, np.float32(-np.inf))
+    z = np.where(mask, np.asarray(scores, dtype=np.float32), np.float32(-np.inf))
     e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    return e / e.sum(axis=-1, keepdims=True)
+''', "softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    z = np.asarray(scores, dtype=np.float32)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    weights = np.where(mask, e / e.sum(axis=-1, keepdims=True), np.float32(0))
+    return weights, weights.sum(axis=-1)
 ''', "scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
     columns = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
     for d in d_values:
-        Q = rng.standard_normal((trials, d))
-        K = rng.standard_normal((trials, n_keys, d))
+        Q = rng.standard_normal((trials, d)).astype(np.float32)
+        K = rng.standard_normal((trials, n_keys, d)).astype(np.float32)
         S = np.einsum("tkd,td->tk", K, Q)
         A = softmax(S)
-        B = softmax(S / np.sqrt(d))
+        B = softmax(S / np.float32(np.sqrt(d)))
         columns["d_k"].append(d)
         columns["sd"].append(S.std(axis=1).mean())
         columns["entropy_raw"].append(np.mean([entropy_bits(a) for a in A]))

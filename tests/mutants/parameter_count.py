@@ -116,4 +116,19 @@ CORRECT = {
             "heads": n_heads, "d_k": d_model // n_heads,
             "total": sum(tables.values()) + n_layers * per_layer + (2 * d if final_norm else 0)}}
 '''},
+    "float32-inputs": {"transformer_parameters": f'''
+{_SIGNATURE}
+    vocab, d, n_layers, n_heads, d_ff, context = (np.float32(v) for v in
+                                                  (vocab, d_model, n_layers, n_heads, d_ff, context))
+    vocab, d, n_layers, d_ff, context = (np.float64(v) for v in (vocab, d, n_layers, d_ff, context))
+    # counts are whole numbers: float64 holds them exactly, float32 only up to 2**24
+    attention = 4 * d * d + 3 * d * qkv_bias + d * out_bias
+    feed_forward = 2 * d * d_ff + (d_ff + d) * ffn_bias
+    layer_norms = 4 * d * layer_norm
+    per_layer = attention + feed_forward + layer_norms
+    embeddings = (vocab + context) * d
+    total = embeddings + n_layers * per_layer + 2 * d * final_norm + (0 if tied_unembedding else vocab * d)
+    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+            "per_layer": per_layer, "embeddings": embeddings, "total": total}}
+'''},
 }

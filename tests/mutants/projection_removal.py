@@ -211,4 +211,23 @@ CORRECT = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 '''),
+    "float32-throughout": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        def float32(t):     # a cast the gradient flows back through, in the input's dtype
+            out = F._result(t.data.astype(np.float32), (t,))
+            if out.requires_grad:
+                out._backward = lambda: F._accumulate(t, out.grad.astype(t.dtype))
+            return out
+
+        def project(linear, inp):
+            return inp if linear is None else F.linear(inp, float32(linear.weight), float32(linear.bias))
+
+        x = float32(x)
+        q, k, v = project(self.query, x), project(self.key, x), project(self.value, x)
+        scores = (q @ k.transpose(-2, -1)) * float(np.float32(1.0 / math.sqrt(self.embed_size)))
+        weights = self.softmax(self.mask(scores))
+        return project(self.out, weights @ v)
+'''),
 }

@@ -146,13 +146,23 @@ def causal_attention(Q, K, V):
 def project_qkv(x, W_q, W_k, W_v):
     return tuple(np.einsum("nd,dk->nk", x, W) for W in (W_q, W_k, W_v))
 '''},
-    "float32": {"causal_attention": '''
+    "float32-throughout": {"project_qkv": '''
+def project_qkv(x, W_q, W_k, W_v):
+    x = np.asarray(x, dtype=np.float32)
+    return tuple(x @ np.asarray(W, dtype=np.float32) for W in (W_q, W_k, W_v))
+''', "causal_attention": '''
 def causal_attention(Q, K, V):
     Q, K, V = (np.asarray(a, dtype=np.float32) for a in (Q, K, V))
     scores = Q @ K.T / np.float32(np.sqrt(Q.shape[1]))
     scores[np.triu_indices(scores.shape[0], k=1)] = -np.inf
-    weights = softmax(scores).astype(np.float32)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
     return weights @ V, weights
+''', "multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=np.float32)
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.concatenate(outputs, axis=1) @ np.asarray(W_o, dtype=np.float32)
 '''},
     "slices-of-w-o": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):

@@ -111,6 +111,22 @@ def entropy_bits(p):
     nz = p[p != 0]
     return float(np.sum(-nz * np.log(nz)) / np.log(2))
 '''},
+    "float32-throughout": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+''', "entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=np.float32).ravel()
+    p = p[p > 0]
+    return -(p * np.log2(p)).sum()
+''', "attend": '''
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=np.float32) for a in (q, K, V))
+    alpha = softmax(K @ q / np.float32(np.sqrt(q.shape[0])))
+    return alpha, alpha @ V
+'''},
     "einsum": {"attend": '''
 def attend(q, K, V):
     K = np.asarray(K, dtype=float)

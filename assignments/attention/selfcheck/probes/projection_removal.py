@@ -76,7 +76,7 @@ def forward(ns, embed_size, remove, weights, x):
     return np.array(out.data if isinstance(out, F.Tensor) else out, dtype=np.float64)
 
 
-def gradients(ns, embed_size, remove, weights, x, upstream, eps=1e-6):
+def gradients(ns, embed_size, remove, weights, x, upstream, eps=None):
     """Gradients of sum(layer(x) * upstream): backward() and central differences.
 
     Returns {"analytic": {key: array}, "numeric": {key: array}, "none": [keys
@@ -94,7 +94,10 @@ def gradients(ns, embed_size, remove, weights, x, upstream, eps=1e-6):
             tensors[f"{attr}.bias"] = linear.bias
     for t in tensors.values():
         t.grad = None
-    (layer(inp) * F.Tensor(upstream)).sum().backward()
+    result = layer(inp)
+    (result * F.Tensor(upstream)).sum().backward()
+    if eps is None:     # the step that balances truncation and rounding in the layer's own precision
+        eps = float(np.finfo(result.data.dtype).eps) ** (1 / 3)
     analytic, missing = {}, []
     for key, t in tensors.items():
         if t.grad is None:
