@@ -71,7 +71,8 @@ def vendor(course, assignment, folder):
     manifest = {
         "assignment": assignment.id, "notebook": assignment.notebook,
         "time_per_test": course.time_per_test, "memory_mb": course.memory_mb,
-        "parts": [{"id": p.id, "title": p.title, "points": p.points, "tests": f"test_{p.id}.py",
+        "parts": [{"id": p.id, "title": p.title, "points": p.points, "cells": list(p.cells),
+                   "tests": f"test_{p.id}.py",
                    "hidden_checks": count_tests(os.path.join(course.root, p.hidden))}
                   for p in assignment.parts],
     }
