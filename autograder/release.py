@@ -20,7 +20,7 @@ import tempfile
 import nbformat
 import pytest
 
-from autograder import nbgrader_bridge
+from autograder import chapter, nbgrader_bridge
 from selfcheck.program import source
 
 SELFCHECK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "selfcheck")
@@ -78,6 +78,9 @@ def vendor(course, assignment, folder):
     }
     with open(os.path.join(kit, "manifest.json"), "w") as fh:
         json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+    with open(os.path.join(kit, "chapter_numbers.json"), "w") as fh:   # the public checks' targets
+        json.dump(chapter.numbers(), fh)
         fh.write("\n")
     with open(os.path.join(folder, "conftest.py"), "w") as fh:
         fh.write(CONFTEST)

@@ -113,7 +113,8 @@ def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=N
     ``source`` names where the expected value comes from (e.g. "chapter, step 1");
     ``reveal=False`` keeps a hidden input's expected value out of the message;
     ``mistakes`` is a list of ``(description, value a mistaken version returns)``:
-    the first one the answer matches (same tolerance) is named, and only then.
+    those the answer matches (same tolerance) are named, and only then; when
+    several match, the input cannot tell them apart and all are named.
     """
     arr = as_array(got, what)
     tol = {"scale": scale, "rtol": rtol, "atol": atol}
@@ -134,10 +135,9 @@ def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=N
         with np.errstate(all="ignore"):
             err = float(np.nanmax(np.abs(arr - exp)))
         parts.append(f"Largest difference {fmt(err, 3)}, allowed {fmt(float(np.max(tolerance(exp, **tol))), 2)}.")
-    for description, value in mistakes:
-        if _matches(arr, value, **tol):
-            parts.append(f"Likely mistake: {description}.")
-            break
+    named = list(dict.fromkeys(text for text, value in mistakes if text and _matches(arr, value, **tol)))
+    if named:
+        parts.append(f"Likely mistake: {'; or '.join(named)}.")
     raise CheckFailed(" ".join(parts))
 
 
@@ -176,12 +176,74 @@ def that(condition, message):
         raise CheckFailed(message)
 
 
+def implied_scale(weights, raw_scores):
+    """What the raw scores were divided by, read back from softmax weights; None when unreadable.
+
+    Within a row, log w_j - log w_k = (s_j - s_k) / scale for any two keys with
+    weight. Only weights that really are such a softmax give a number.
+    """
+    try:
+        w = np.atleast_2d(np.asarray(weights, dtype=float))
+        s = np.atleast_2d(np.asarray(raw_scores, dtype=float))
+    except (TypeError, ValueError):
+        return None
+    if w.shape != s.shape:
+        return None
+    found = []
+    with np.errstate(all="ignore"):
+        for wr, sr in zip(w.reshape(-1, w.shape[-1]), s.reshape(-1, s.shape[-1])):
+            keep = wr > 1e-3 * wr.max()    # tiny weights carry too few digits, in float32 above all
+            if keep.sum() < 2:
+                continue
+            dl, ds = np.log(wr[keep]), sr[keep]
+            dl, ds = dl - dl.mean(), ds - ds.mean()
+            if np.abs(ds).max() < 1e-6 or np.abs(dl).max() < 1e-9:
+                continue
+            scale = float(ds @ ds / (ds @ dl))
+            if not np.isfinite(scale) or np.abs(dl - ds / scale).max() > 1e-3 * (1 + np.abs(dl).max()):
+                return None
+            found.append(scale)
+    return float(np.median(found)) if found else None
+
+
+def scale_mistake(weights, raw_scores, d_k, width="d_k", **others):
+    """The likely mistake when the weights show scores divided by something other than sqrt(d_k).
+
+    ``others`` names sizes a student may have used instead, for example
+    ``n_tokens=5`` or ``d_model=4``; returns None when the scale is right or unreadable.
+    """
+    found = implied_scale(weights, raw_scores)
+    right = d_k ** 0.5
+    if found is None or abs(found - right) <= 1e-3 * right:
+        return None
+    names = [(1.0, "not divided at all"), (float(d_k), f"divided by {width} = {d_k}")]
+    names += [(size ** 0.5, f"divided by sqrt({name.replace('_', ' ')}) = sqrt({size})")
+              for name, size in others.items()]
+    said = [text for value, text in names if abs(found - value) <= 1e-3 * value]
+    what = "; or ".join(said) if said else f"divided by {found:.4g}"
+    return (f"the scores were {what}: divide them by the square root of the width {width}, "
+            f"sqrt({d_k}) = {right:.4g}")
+
+
+# words of a failure that name its cause without saying "Likely mistake" (numpy's shape errors,
+# the in-place check), and that cause
+_KNOWN = {
+    "could not be broadcast together": "the shapes do not line up: a max or a sum over an axis needs "
+                                       "keepdims=True to broadcast back against the array",
+    "mismatch in its core dimension": "the shapes of a matrix product do not line up: the heads go side by side "
+                                      "(along axis 1, the columns), and x's rows are the tokens",
+    "changed its input array in place": "the function changes an array it was given (in place); work on a copy",
+}
+
+
 def diagnoses(checks):
-    """The likely mistakes named by failing checks, the most often named first."""
+    """The likely mistakes named by failing checks (or by the words of a known failure), most often named first."""
     counts = {}
     for check in checks:
-        for found in _LIKELY.findall(check.get("message", "")):
-            counts[found] = counts.get(found, 0) + check.get("weight", 1)
+        message = check.get("message", "")
+        found = _LIKELY.findall(message) + [hint for words, hint in _KNOWN.items() if words in message]
+        for text in found:      # a diagnosis the input could not tell from others counts less
+            counts[text] = counts.get(text, 0) + check.get("weight", 1) / (1 + text.count("; or "))
     return sorted(counts, key=lambda text: -counts[text])
 
 

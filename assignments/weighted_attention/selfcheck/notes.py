@@ -79,4 +79,4 @@ def closing(passed, failed, hidden):
                 f"At grading {hidden} hidden checks also run, with inputs you have not seen.")
     return (f"all {passed} public checks pass, so every number the notebook states and "
             f"every rule it gives is met; only the unpredictable inputs are left: at grading {hidden} "
-            "hidden checks run with inputs you have not seen (random sizes and values, training runs).")
+            "hidden checks run with inputs you have not seen.")
