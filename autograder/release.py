@@ -133,12 +133,15 @@ def _solution_lines(course, assignment):
 
 
 def _hidden_lines(course):
-    lines = set()
+    """Distinctive lines of the hidden suites that no public suite has too (those are released anyway)."""
+    lines, public = set(), ""
     for assignment in course.assignments:
         for part in assignment.parts:
             with open(os.path.join(course.root, part.hidden)) as fh:
                 lines |= {l.strip() for l in fh if len(l.strip()) >= 30 and not l.strip().startswith(("#", "import", "from", '"""'))}
-    return lines
+            with open(os.path.join(course.root, part.public)) as fh:
+                public += fh.read()
+    return {line for line in lines if line not in public}
 
 
 def leaks(course, folder=None):

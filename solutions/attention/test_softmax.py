@@ -126,7 +126,7 @@ def test_chapter_one_query(student):
 
 @pytest.mark.parametrize("case", range(3), ids=["animal", "verb", "undecided"])
 def test_chapter_selecting_queries(student, case):
-    """the chapter's selecting queries: the animal query puts 85% of its weight on 'dog'"""
+    """the chapter's selecting queries (animal, verb, undecided): the animal query puts 85% of its weight on 'dog'"""
     query = SELECT["queries"][case]
     _check_query(student, query["query"], SELECT["keys"], SELECT["values"], query, query["name"],
                  "the chapter's selecting queries")

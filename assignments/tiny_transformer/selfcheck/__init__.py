@@ -5,6 +5,7 @@ functions defined in the notebook right now; ``pytest`` in the assignment
 folder runs all of them against the saved notebook in a fresh process.
 """
 
+import functools
 import importlib.util
 import json
 import os
@@ -15,11 +16,24 @@ class SelfCheckFailed(Exception):
 
 
 def _public_tests(path):
+    """(name, test taking the student) for every test in a public file, parametrized ones expanded."""
     spec = importlib.util.spec_from_file_location(f"public_{os.path.basename(path)[:-3]}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return [(name, fn) for name, fn in vars(module).items()
-            if name.startswith("test_") and callable(fn)]
+    tests = []
+    for name, fn in vars(module).items():
+        if not (name.startswith("test_") and callable(fn)):
+            continue
+        cases = [("", {})]
+        for mark in getattr(fn, "pytestmark", []):
+            if mark.name == "parametrize":
+                names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else mark.args[0]
+                values = [v if len(names) > 1 else (v,) for v in mark.args[1]]
+                ids = mark.kwargs.get("ids") or [",".join(map(str, v)) for v in values]
+                cases = [(f"{label} [{i}]", dict(case, **dict(zip(names, value))))
+                         for label, case in cases for i, value in zip(ids, values)]
+        tests += [(name + label, functools.partial(fn, **case) if case else fn) for label, case in cases]
+    return tests
 
 
 def _run(tests, student):
@@ -28,7 +42,7 @@ def _run(tests, student):
     from selfcheck.student import StudentError
 
     for name, fn in tests:
-        what = (fn.__doc__ or name).strip().splitlines()[0]
+        what = (getattr(fn, "func", fn).__doc__ or name).strip().splitlines()[0] + name[len(name.split(" ")[0]):]
         try:
             fn(student)
         except (CheckFailed, StudentError) as exc:
