@@ -32,9 +32,9 @@ def weight(n):
 def _number(x, digits):
     if not np.isfinite(x):
         return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
-    if float(x).is_integer() and abs(x) < 1e15:
-        return f"{int(x):,}" if abs(x) >= 1000 or digits == 0 else f"{x:.{digits}f}"
-    if digits and (abs(x) >= 1e5 or abs(x) < 10.0 ** -digits):
+    if digits == 0:                                   # counts and booleans: 44,502,016
+        return f"{int(x):,}" if float(x).is_integer() else f"{x:g}"
+    if x != 0 and (abs(x) >= 1e5 or abs(x) < 10.0 ** -digits):     # -8.556e+08, not -855612667.0000
         return f"{x:.{digits - 1}e}"
     return f"{x:.{digits}f}"
 

@@ -108,9 +108,10 @@ def test_masked_softmax_uses_the_mask_it_is_given(student):
                     "masked_softmax of a batch of 2 with a mask per item, shape (2, 5, 5)")
 
 
-def test_masked_softmax_leaves_the_scores_alone(student):
-    """masked_softmax changes neither the scores nor the mask ("leave `scores` as it was")"""
+def test_inputs_left_alone(student):
+    """masked_softmax and softmax_then_mask change neither the scores nor the mask ("leave `scores` as it was")"""
     unchanged(student, "masked_softmax", SCORES.copy(), _lower(5), what="masked_softmax")
+    unchanged(student, "softmax_then_mask", SCORES.copy(), _lower(5), what="softmax_then_mask")
 
 
 @weight(2)

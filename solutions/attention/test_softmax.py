@@ -67,9 +67,10 @@ def test_softmax_minus_inf_is_exactly_zero(student):
     that(p.shape == (3,) and p[1] == 0.0, f"softmax([1, -inf, 2])[1] should be exactly 0, got {p[1:2]}")
 
 
-def test_softmax_leaves_its_input_alone(student):
-    """softmax does not change the array it is given"""
+def test_softmax_and_entropy_leave_their_input_alone(student):
+    """softmax and entropy_bits do not change the array they are given"""
     unchanged(student, "softmax", np.array([[2.0, 0.5, -1.0], [0.0, 3.0, 1.0]]), what="softmax")
+    unchanged(student, "entropy_bits", np.array([0.5, 0.0, 0.25, 0.25]), what="entropy_bits")
 
 
 def test_entropy_extremes(student):
