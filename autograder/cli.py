@@ -15,7 +15,6 @@
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
 from autograder import config
@@ -29,7 +28,8 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
     """
     from autograder import corpus, grading, nbgrader_bridge
     from autograder.progress import Progress
-    submissions = grading.find_submissions(course, submitted)
+    refused = []
+    submissions = grading.find_submissions(course, submitted, refused)
     if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
         try:                     # a missing corpus is the grader's problem, not the students'
             corpus.find(course)
@@ -39,7 +39,7 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
     nbgrader_bridge.write_course_folder(course, out)
     progress = None if quiet else Progress(stream or sys.stderr)
     batch = grading.grade_all(course, submissions, out, jobs, progress=progress, force=force,
-                              submitted=submitted)
+                              submitted=submitted, refused=refused)
     if batch.interrupted:
         return batch
     by_key = {(r["student"], r["assignment"]): r for r in batch.records}
@@ -51,11 +51,13 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
                         and all(os.path.exists(p) for p in autograded)):
             continue      # the gradebook already holds these very results
         nbgrader_bridge.register(course, assignment, out)
+        stub = course.release(assignment, assignment.notebook)
         for student, _, path in mine:
-            unreadable = by_key[student, assignment.id].get("problem") is not None
-            stub = course.release(assignment, assignment.notebook)
-            nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook,
-                                  replacement=stub if unreadable else None)
+            record = by_key[student, assignment.id]
+            if grading.is_grader_error(record):
+                continue          # nothing about this student may be recorded, not even a 0
+            nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook, stub,
+                                  use_stub=record.get("problem") is not None)
         error = nbgrader_bridge.autograde(course, assignment, out, os.path.join(out, "results"))
         if error:
             print(f"nbgrader autograde reported a problem for {assignment.id}: {error.splitlines()[0]}",
@@ -65,14 +67,28 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
 
 
 def write_exports(course, out, records):
-    """grades.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export."""
+    """grades.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export.
+
+    Each export stands alone: one that fails is reported and the others are
+    still written. Returns ``{name: path}`` of those written."""
     from autograder import nbgrader_bridge, reports
-    gradebook = nbgrader_bridge.gradebook_scores(course, out)
-    paths = {"grades": reports.write_grades(out, records),
-             "totals": reports.write_totals(out, course, records, gradebook),
-             "gradescope": reports.write_gradescope(out, course, records, gradebook),
-             "feedback": reports.write_feedback(out, records, course, gradebook),
-             "nbgrader": nbgrader_bridge.export(course, out)}
+    try:
+        gradebook = nbgrader_bridge.gradebook_scores(course, out)
+    except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
+        print(f"error: nbgrader's gradebook could not be read ({exc}); exports use the results only",
+              file=sys.stderr)
+        gradebook = {}
+    exports = {"grades": lambda: reports.write_grades(out, records),
+               "totals": lambda: reports.write_totals(out, course, records, gradebook),
+               "gradescope": lambda: reports.write_gradescope(out, course, records, gradebook),
+               "feedback": lambda: reports.write_feedback(out, records, course, gradebook),
+               "nbgrader": lambda: nbgrader_bridge.export(course, out)}
+    paths = {}
+    for name, write in exports.items():
+        try:
+            paths[name] = write()
+        except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
+            print(f"error: the {name} export failed: {type(exc).__name__}: {exc}", file=sys.stderr)
     return paths
 
 
@@ -169,22 +185,25 @@ def cmd_exchange(course, args):
 
 
 def cmd_check(course, args):
-    from selfcheck.program import read_notebook, NotebookError
-    notebook = os.path.abspath(args.notebook)
-    name = os.path.basename(notebook)
+    """The public checks on one notebook, run in the grading sandbox (never as the instructor)."""
+    from autograder import grading, reports
+    from selfcheck.program import NotebookError
+    name = os.path.basename(args.notebook)
     matches = [a for a in course.assignments if a.notebook == name]
     if not matches:
         print(f"{args.notebook}: not a notebook of this course "
               f"(expected one of {', '.join(a.notebook for a in course.assignments)})", file=sys.stderr)
         return 2
     try:
-        read_notebook(notebook)
+        parts = grading.check_notebook(course, matches[0], os.path.abspath(args.notebook))
     except NotebookError as exc:
         print(f"{args.notebook}: {exc}", file=sys.stderr)
         return 2
-    folder = course.release(matches[0])
-    return subprocess.call([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "--rootdir", folder, "--notebook", notebook, folder], cwd=folder)
+    for part in parts:
+        passed = sum(c["status"] == "passed" for c in part["checks"])
+        print(f"{part['part']}: {passed} of {len(part['checks'])} public checks pass\n"
+              + reports.part_output(part) + "\n")
+    return 0 if all(p["status"] == "passed" for p in parts) else 1
 
 
 def cmd_demo(course, args):

@@ -46,6 +46,7 @@ class Course:
     course_id: str
     time_per_test: float
     memory_mb: int
+    time_per_part: float
     assignments: list
 
     def assignment(self, assignment_id):
@@ -106,9 +107,13 @@ def load(path=None):
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
     _keys(name, raw, ("course_id", "limits", "assignments"),
           ("course_id", "limits", "assignments"))
-    _keys(f"{name}: limits", raw["limits"], ("time_per_test", "memory_mb"),
-          ("time_per_test", "memory_mb"))
+    _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
+          ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
+    part_limit = _number(f"{name}: limits.time_per_part", raw["limits"]["time_per_part"], positive=True)
+    if part_limit < time_limit:
+        raise ConfigError(f"{name}: limits.time_per_part ({part_limit}) must be at least "
+                          f"limits.time_per_test ({time_limit})")
     memory = _number(f"{name}: limits.memory_mb", raw["limits"]["memory_mb"], positive=True)
     if not isinstance(raw["assignments"], dict) or not raw["assignments"]:
         raise ConfigError(f"{name}: assignments: expected at least one assignment")
@@ -149,4 +154,4 @@ def load(path=None):
             _number(f"{where}.written.{cell}", pts)
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
-                  assignments)
+                  float(part_limit), assignments)

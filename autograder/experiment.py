@@ -68,7 +68,7 @@ def reference_namespace(notebook=NOTEBOOK):
     cells the way grading does (no show_ or run_ cells), with framework.py
     from the notebook's folder.
     """
-    cells, _ = program(read_notebook(notebook))
+    cells = program(read_notebook(notebook)).cells
     ns = {"__name__": "reference_weighted_attention"}
     for label, code in cells:
         exec(compile(code, f"<reference {label}>", "exec"), ns)

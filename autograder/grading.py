@@ -15,12 +15,17 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
+import stat
 import tempfile
 import time
 
 from autograder import suites
-from selfcheck.program import NotebookError, program, read_notebook, solution_ids
+from autograder.reports import GRADER_ERROR
+from selfcheck import wire
+from selfcheck.program import (MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook, program, read_notebook,
+                               solution_ids)
 
 SELF = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,7 +43,11 @@ def _zero(part, status, reason):
 
 
 def _support_files(course, assignment, workdir):
-    """The released files a notebook imports (never the student's copies of them)."""
+    """The released files a notebook imports (never the student's copies of them).
+
+    They are public, so the folder is readable by everyone: the sandbox's
+    unprivileged user binds them read-only into its scratch folder."""
+    os.chmod(workdir, 0o755)
     release = course.release(assignment)
     for name in os.listdir(release):
         path = os.path.join(release, name)
@@ -56,19 +65,38 @@ def which_notebook(nb, release):
     return None
 
 
+def read_submission(path):
+    """A submitted notebook's bytes, never through a symbolic link and never more than the
+    largest notebook we read (NotebookError with the reason otherwise)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise NotebookError("there is no notebook in this submission") from None
+    except OSError as exc:
+        if os.path.islink(path):
+            raise NotebookError("the notebook is a symbolic link, not a file: hand in the notebook "
+                                "itself") from None
+        raise NotebookError(f"the notebook could not be opened ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise NotebookError("the notebook is not a regular file")
+        return fh.read(MAX_NOTEBOOK_BYTES + 1)
+
+
 def grade_submission(course, assignment_id, student_id, path, jail=None):
-    """The result record of one submission: every part scored, with reasons."""
+    """The result record of one submission: every part scored, with reasons.
+
+    Raises InfrastructureError when the sandbox failed (the grader's problem:
+    nothing may be concluded about the student)."""
     assignment = course.assignment(assignment_id)
     record = {"student": student_id, "assignment": assignment_id,
-              "notebook": os.path.basename(path), "grader": grader_version(), "problem": None}
+              "notebook": os.path.basename(path), "grader": grader_version(), "problem": None,
+              "sha256": None}
     try:
-        record["sha256"] = hashlib.sha256(open(path, "rb").read()).hexdigest()
-    except OSError:
-        record["sha256"] = None
-    try:
-        nb = read_notebook(path)
+        raw = read_submission(path)
+        record["sha256"] = hashlib.sha256(raw).hexdigest()
+        nb = parse_notebook(raw)
         release = read_notebook(course.release(assignment, assignment.notebook))
-        reference = read_notebook(course.source(assignment, assignment.notebook))
         problem = which_notebook(nb, release)
     except NotebookError as exc:
         problem = f"your notebook could not be read: {exc}"
@@ -78,33 +106,71 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
         return record
     parts = []
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
+        os.chmod(scratch, 0o755)
         for part in assignment.parts:
-            cells, missing = program(nb, release, reference, own=set(part.cells))
-            if missing:
+            prog = program(nb, release, own=set(part.cells))
+            if prog.missing:
                 parts.append(_zero(part, "missing", "the solution cell(s) "
-                                   + ", ".join(f"'{m}'" for m in missing)
+                                   + ", ".join(f"'{m}'" for m in prog.missing)
                                    + " are gone from your notebook, so this part could not be checked"))
                 continue
             workdir = os.path.join(scratch, part.id)
             os.makedirs(workdir)
             _support_files(course, assignment, workdir)
-            parts.append(suites.run_part(course, assignment, part, cells, workdir, jail=jail))
+            parts.append(suites.run_part(course, assignment, part, prog, workdir, jail=jail))
     record["parts"] = parts
     return record
 
 
-def find_submissions(course, submitted):
-    """(student, assignment, notebook path) for every submission under ``submitted``."""
+_STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|]{1,100}")
+
+
+def student_id_problem(name):
+    """None when a folder name can be a student id in every export, else why it cannot."""
+    if name.startswith(".") or not _STUDENT_ID.fullmatch(name) or wire.clean_text(name) != name:
+        return "not a usable student id (control, space, path or unprintable characters, or too long)"
+    return None
+
+
+def check_notebook(course, assignment, path, jail=None):
+    """A student's self-check from the grader's side: the public checks only, on the notebook's
+    own functions everywhere (as ``pytest`` in the student's folder), in the grading sandbox."""
+    nb = parse_notebook(read_submission(path))
+    prog = program(nb)
+    parts = []
+    with tempfile.TemporaryDirectory(prefix="check-") as scratch:
+        os.chmod(scratch, 0o755)
+        for part in assignment.parts:
+            workdir = os.path.join(scratch, part.id)
+            os.makedirs(workdir)
+            _support_files(course, assignment, workdir)
+            parts.append(suites.run_part(course, assignment, part, prog, workdir, jail=jail, public_only=True))
+    return parts
+
+
+def find_submissions(course, submitted, refused=None):
+    """(student, assignment, notebook path) for every submission under ``submitted``.
+
+    Folders that cannot be a student's (symbolic links, names no export can
+    hold) are left out and listed in ``refused`` as (name, reason)."""
     if not os.path.isdir(submitted):
         raise FileNotFoundError(f"{submitted}: no such folder of submissions")
+    refused = [] if refused is None else refused
     found = []
     for student in sorted(os.listdir(submitted)):
-        if not os.path.isdir(os.path.join(submitted, student)) or student.startswith("."):
+        folder = os.path.join(submitted, student)
+        if student.startswith(".") or not os.path.isdir(folder):
+            continue
+        why = ("a symbolic link, not a folder" if os.path.islink(folder) else student_id_problem(student))
+        if why:
+            refused.append((wire.clean_text(student, 120), why))
             continue
         for assignment in course.assignments:
-            folder = os.path.join(submitted, student, assignment.id)
-            if os.path.isdir(folder):
-                found.append((student, assignment.id, os.path.join(folder, assignment.notebook)))
+            path = os.path.join(folder, assignment.id)
+            if os.path.islink(path):
+                refused.append((f"{student}/{assignment.id}", "a symbolic link, not a folder"))
+            elif os.path.isdir(path):
+                found.append((student, assignment.id, os.path.join(path, assignment.notebook)))
     if not found:
         raise FileNotFoundError(f"{submitted}: no submissions in it (expected "
                                 "<student>/<assignment>/<notebook>.ipynb)")
@@ -122,9 +188,8 @@ def suite_versions(course, assignment_id):
 
 def file_sha256(path):
     try:
-        with open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest()
-    except OSError:
+        return hashlib.sha256(read_submission(path)).hexdigest()
+    except NotebookError:
         return None
 
 
@@ -141,7 +206,7 @@ def stale(course, record, path, grader=None):
     grader and suites; otherwise the reason it must be graded (again)."""
     if record is None:
         return "not graded yet"
-    if str(record.get("problem") or "").startswith("grader error"):
+    if is_grader_error(record):
         return "the grader failed on it last time"
     if record.get("sha256") != file_sha256(path):
         return "the notebook changed"
@@ -212,13 +277,23 @@ def _worker(args):
     return record
 
 
+RETRIES = 2       # times a submission the grader failed on is graded again within one batch
+
+
 def _failed(course, student, assignment, path, exc, grader):
+    """The record of a submission the grader could not grade: no score is the student's."""
+    reason = wire.clean_text(f"{type(exc).__name__}: {exc}", 400)
     return {"student": student, "assignment": assignment, "notebook": os.path.basename(path),
             "grader": grader, "sha256": file_sha256(path), "suites": {},
             "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "problem": f"grader error: {type(exc).__name__}: {exc}",
-            "parts": [_zero(p, "error", f"the grader failed on this submission ({exc})")
+            "problem": f"grader error: {reason}",
+            "parts": [_zero(p, GRADER_ERROR, f"not graded: the grader failed on this submission "
+                                             f"({reason}); it is graded again on the next run")
                       for p in course.assignment(assignment).parts]}
+
+
+def is_grader_error(record):
+    return str(record.get("problem") or "").startswith("grader error")
 
 
 class Batch:
@@ -231,6 +306,7 @@ class Batch:
         self.skipped = []      # records still valid from an earlier run
         self.pending = []      # (student, assignment, path) not reached (interrupted)
         self.previous = {}     # (student, assignment) -> the record this run replaced
+        self.refused = []      # (folder, reason) of folders that cannot be a student's
         self.interrupted = False
 
     def __iter__(self):        # a Batch reads as its list of records
@@ -275,7 +351,8 @@ def plan(course, submissions, out, force=False, grader=None):
     return todo, valid, previous
 
 
-def grade_all(course, submissions, out, jobs=None, progress=None, force=False, submitted=None):
+def grade_all(course, submissions, out, jobs=None, progress=None, force=False, submitted=None,
+              refused=()):
     """Grade the submissions that need it in ``jobs`` worker processes.
 
     Each result is written (results/<student>/<assignment>.json, the one it
@@ -289,6 +366,7 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
     grader = grader_version()
     todo, valid, previous = plan(course, submissions, out, force, grader)
     batch = Batch()
+    batch.refused = list(refused)
     batch.previous = previous
     batch.skipped = list(valid)
     batch.records = list(valid)
@@ -297,17 +375,24 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
                    "total": len(submissions), "to_grade": len(todo), "finished": False})
     if progress:
         progress.start(len(todo), skipped=len(valid))
-    if todo:
-        ctx = multiprocessing.get_context("fork")
-        pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx)
-        futures = {pool.submit(_worker, (course, *t, grader)): t for t in todo}
+    attempts = {task: 0 for task in todo}
+    queue = list(todo)
+    while queue and not batch.interrupted:
+        pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(queue)),
+                                      mp_context=multiprocessing.get_context("fork"))
+        futures = {pool.submit(_worker, (course, *task, grader)): task for task in queue}
+        queue = []
         try:
             for future in cf.as_completed(futures):
-                student, assignment, path = futures[future]
+                task = futures[future]
                 try:
                     record = future.result()
-                except Exception as exc:  # a grader bug must not stop the batch
-                    record = _failed(course, student, assignment, path, exc, grader)
+                except Exception as exc:  # the grader's failure (a dead worker, a sandbox that
+                    attempts[task] += 1   # did not start, a bug): try again, never the student's 0
+                    if attempts[task] <= RETRIES:
+                        queue.append(task)
+                        continue
+                    record = _failed(course, *task, exc, grader)
                 write_result(out, record)
                 batch.records.append(record)
                 batch.graded.append(record)

@@ -51,8 +51,11 @@ def _grade(task):
     return result
 
 
-def grade_catalogue(course, folder, jobs=2):
-    """part id -> [(assignment, kind, name, entry, notebook path, result)] for every catalogue entry."""
+def grade_catalogue(course, folder, jobs=2, prepare=None):
+    """part id -> [(assignment, kind, name, entry, notebook path, result)] for every catalogue entry.
+
+    ``prepare(nb, part)``, when given, changes each notebook before it is graded (the mutation
+    check patches numpy there)."""
     tasks, meta = [], []
     for assignment in course.assignments:
         for part in assignment.parts:
@@ -60,6 +63,8 @@ def grade_catalogue(course, folder, jobs=2):
             for kind, name, entry in cases(course, assignment, part):
                 student = f"{part.id}--{name}"
                 nb = cohort.solved(course, assignment, entry["cells"])
+                if prepare:
+                    nb = prepare(nb, part)
                 path = cohort.write(nb, str(folder), student, assignment)
                 tasks.append((narrowed, assignment.id, student, path))
                 meta.append((assignment, part, kind, name, entry, path))

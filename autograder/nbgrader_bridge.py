@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import warnings
@@ -44,6 +45,14 @@ def settings(course, out=None):
     c.OverwriteCells.add_missing_cells = True
     c.Execute.timeout = int(max(course.time_per_test, 1))
     c.Exchange.root = os.path.join(out, "exchange")
+    # hand-ins are strangers' files: collect never follows a link nor takes another's name,
+    # the CSV export cannot hold a formula, feedback pages never carry a student's script
+    c.ExchangeFactory.collect = "autograder.nbgrader_plugins.SafeCollect"
+    c.ExportApp.plugin_class = "autograder.nbgrader_plugins.SafeCsvExport"
+    c.HTMLExporter.sanitize_html = True
+    c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+                                        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+                                        "autograder.nbgrader_plugins.SanitizeMarkdown"]
     return c
 
 
@@ -138,11 +147,11 @@ def autograde(course, assignment, out, results_dir, student_id="*"):
 def export(course, out):
     """nbgrader export: grades.csv as nbgrader computes it from its gradebook."""
     from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - loads the plugin machinery
-    from nbgrader.plugins import CsvExportPlugin
     from nbgrader.api import Gradebook
+    from autograder.nbgrader_plugins import SafeCsvExport
     cfg = settings(course, out)
     path = os.path.join(out, "nbgrader-grades.csv")
-    plugin = CsvExportPlugin(config=cfg)
+    plugin = SafeCsvExport(config=cfg)
     plugin.to = path
     with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
         plugin.export(gb)
@@ -175,9 +184,12 @@ class ApplyResults(NbGraderPreprocessor):
         info = resources["nbgrader"]
         try:
             with open(_result_path(self.results_dir, info["student"], info["assignment"])) as fh:
-                parts = {p["part"]: p for p in json.load(fh)["parts"]}
-        except (OSError, ValueError, KeyError):
-            parts = {}
+                record = json.load(fh)
+            parts = {p["part"]: p for p in record["parts"]}
+        except (OSError, ValueError, KeyError, TypeError):
+            record, parts = {}, {}
+        if str(record.get("problem") or "").startswith("grader error"):
+            raise RuntimeError(f"{info['student']}: not graded (the grader failed on it); nothing recorded")
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
                 continue
@@ -200,22 +212,46 @@ class ApplyResults(NbGraderPreprocessor):
         return nb, resources
 
 
-def stage(submitted, out, student, assignment, notebook, replacement=None):
-    """Copy one submission into ``out/submitted`` (nbgrader reads from there)."""
+def _copy_regular(src, dest, limit):
+    """Copy ``src`` only when it is a regular file (never through a link) of at most ``limit`` bytes."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return False
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        return False
+    with open(dest, "wb") as fh:
+        fh.write(data)
+    return True
+
+
+def stage(submitted, out, student, assignment, notebook, stub, use_stub=False):
+    """Put one submission where nbgrader reads it (``out/submitted``), never through a link.
+
+    The released ``stub`` stands in for a notebook that could not be graded
+    (``use_stub``) or cannot be copied as a plain file: nbgrader then records
+    the verdicts (:class:`ApplyResults`) without reading what was handed in. In
+    place (``submitted`` is ``out/submitted``) such a notebook is first moved
+    aside to ``<notebook>.refused``."""
     src = os.path.join(submitted, student, assignment)
     dest = os.path.join(out, "submitted", student, assignment)
+    target = os.path.join(dest, notebook)
     if os.path.abspath(src) == os.path.abspath(dest):
+        if use_stub or os.path.islink(target):
+            if os.path.lexists(target):
+                os.replace(target, target + ".refused")
+            shutil.copy(stub, target)
         return
     if os.path.exists(dest):
         shutil.rmtree(dest)
     os.makedirs(dest)
-    stamp = os.path.join(src, "timestamp.txt")
-    if os.path.exists(stamp):
-        shutil.copy(stamp, dest)
-    if replacement is not None:
-        shutil.copy(replacement, os.path.join(dest, notebook))
-    else:
-        shutil.copy(os.path.join(src, notebook), os.path.join(dest, notebook))
+    _copy_regular(os.path.join(src, "timestamp.txt"), os.path.join(dest, "timestamp.txt"), 200)
+    if use_stub or not _copy_regular(os.path.join(src, notebook), target, 64 << 20):
+        shutil.copy(stub, target)
 
 
 # --- reading the gradebook back: the totals include the answers graded in formgrader ---------

@@ -13,24 +13,46 @@ import os
 import re
 import statistics
 
+from selfcheck.wire import clean_text
+
+GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
+
 COLUMNS = ("student", "assignment", "part", "score", "max_score", "status", "reason")
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def spreadsheet_safe(value):
+    """A CSV field no spreadsheet runs as a formula: text starting with = + - @ (or a control
+    character) gets a leading apostrophe, as OWASP recommends; numbers pass unchanged."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = clean_text("" if value is None else value)
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def write_csv(path, columns, rows_):
+    """Write rows (dicts) to ``path`` atomically, every field spreadsheet-safe."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        for row in rows_:
+            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+    os.replace(tmp, path)
+    return path
 
 
 def rows(records):
     for record in sorted(records, key=lambda r: (r["student"], r["assignment"])):
         for part in record["parts"]:
             yield {"student": record["student"], "assignment": record["assignment"],
-                   "part": part["part"], "score": part["score"], "max_score": part["max_score"],
-                   "status": part["status"], "reason": part["reason"]}
+                   "part": part["part"], "max_score": part["max_score"], "status": part["status"],
+                   "score": "" if part["status"] == GRADER_ERROR else part["score"],
+                   "reason": part["reason"]}
 
 
 def write_grades(out, records):
-    path = os.path.join(out, "grades.csv")
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows(records))
-    return path
+    return write_csv(os.path.join(out, "grades.csv"), COLUMNS, rows(records))
 
 
 def table(records):
@@ -73,8 +95,13 @@ def summary(batch, course=None):
     records = list(batch)
     graded, skipped = len(getattr(batch, "graded", records)), len(getattr(batch, "skipped", []))
     failed = [r for r in records if r.get("problem")]
+    ours = [r for r in failed if str(r["problem"]).startswith("grader error")]
     lines = [f"graded now: {graded}   kept (unchanged since graded): {skipped}   "
-             f"could not be graded: {len(failed)}"]
+             f"could not be graded: {len(failed)}"
+             + (f" ({len(ours)} by a failure of the grader: nothing recorded for them; the next "
+                "`course grade` grades them again)" if ours else "")]
+    for name, why in getattr(batch, "refused", []):
+        lines.append(f"  - folder {name!r} left out: {why}")
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(batch.pending)} submission(s) not graded yet; "
                      "run the same command with --resume to finish")
@@ -150,6 +177,8 @@ def totals(course, records, gradebook=None):
     """
     gradebook = gradebook or {}
     auto = {(r["student"], r["assignment"]): sum(p["score"] for p in r["parts"]) for r in records}
+    ungraded = {(r["student"], r["assignment"]) for r in records
+                if any(p["status"] == GRADER_ERROR for p in r["parts"])}
     students = sorted({s for s, _ in auto} | {s for s, _ in gradebook})
     out = []
     for student in students:
@@ -158,9 +187,11 @@ def totals(course, records, gradebook=None):
             key = (student, a.id)
             if key in gradebook:
                 row[a.id] = round(gradebook[key]["score"], 3)
+            elif key in ungraded:
+                row[a.id] = ""          # not graded yet: the grader failed, run course grade again
             else:
                 row[a.id] = round(auto.get(key, 0.0), 3)
-        row["total"] = round(sum(row[a.id] for a in course.assignments), 3)
+        row["total"] = round(sum(row[a.id] for a in course.assignments if row[a.id] != ""), 3)
         row["max_total"] = sum(max_points(a) for a in course.assignments)
         out.append(row)
     return out
@@ -175,16 +206,13 @@ def totals_columns(course):
 
 
 def write_totals(out, course, records, gradebook=None):
-    path = os.path.join(out, "totals.csv")
-    with open(path, "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=totals_columns(course))
-        writer.writeheader()
-        for row in totals(course, records, gradebook):
-            writer.writerow({k: (f"{v:g}" if isinstance(v, float) else v) for k, v in row.items()})
-    return path
+    return write_csv(os.path.join(out, "totals.csv"), totals_columns(course),
+                     ({k: (f"{v:g}" if isinstance(v, float) else v) for k, v in row.items()}
+                      for row in totals(course, records, gradebook)))
 
 
-def _part_output(part):
+def part_output(part):
+    """A part's reason, then one line per check (and its message when it failed)."""
     lines = [part["reason"]]
     for check in part["checks"]:
         mark = "ok  " if check["status"] == "passed" else "FAIL"
@@ -209,7 +237,7 @@ def gradescope(record, course=None, written=None):
         tests.append({"name": f"{part['part']}: {titles.get(part['part'], part['part'])}",
                       "number": part["part"], "score": part["score"], "max_score": part["max_score"],
                       "status": "passed" if part["status"] == "passed" else "failed",
-                      "output": _part_output(part), "visibility": "visible",
+                      "output": part_output(part), "visibility": "visible",
                       "tags": [record["assignment"], part["status"]]})
     for cell, grade in (written or {}).items():
         tests.append({"name": f"{cell} (graded by hand)", "number": cell, "score": grade["score"],
@@ -394,6 +422,6 @@ def write_feedback(out, records, course=None, gradebook=None):
         written = (gradebook or {}).get((record["student"], record["assignment"]), {}).get("written")
         path = os.path.join(folder, record["student"], f"{record['assignment']}.html")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
+        with open(path, "w", encoding="utf-8", errors="replace") as fh:
             fh.write(feedback_page(record, course, written))
     return folder

@@ -2,9 +2,12 @@
 
 The suites are ordinary pytest files whose tests take a ``student`` argument
 (the student's code in its own process) and, for hidden suites, a
-``reference`` argument (the solution notebook's code, run here). pytest runs
-in the grader's process; every verdict, score and message is made here, from
-plain data, never from anything the student's process printed.
+``reference`` argument (the solution notebook's code, run here on the suites'
+own inputs). pytest runs in the grader's process; every verdict, score and
+message is made here, from plain data, never from anything the student's
+process printed. The other parts' functions the student's code calls are
+answered by :class:`StandIns`: the reference solution in a sandboxed process of
+the grader's, fed plain data, so its source never meets the student's code.
 """
 
 import contextlib
@@ -17,12 +20,14 @@ import types
 
 import pytest
 
+from selfcheck import wire
 from selfcheck.checks import CheckFailed, diagnoses
 from selfcheck.notes import load_failure
 from selfcheck.program import program, read_notebook
-from selfcheck.student import Student, StudentError
+from selfcheck.student import InfrastructureError, Student, StudentError
 
 _REFERENCES = {}
+STAND_INS_STARTUP = 60      # seconds for the reference stand-ins to load (never the student's time)
 
 
 def reference_namespace(course, assignment):
@@ -30,17 +35,35 @@ def reference_namespace(course, assignment):
     key = (course.root, assignment.id)
     if key not in _REFERENCES:
         nb = read_notebook(course.source(assignment, assignment.notebook))
-        cells, _ = program(nb)
         ns = {"__name__": "reference"}
         folder = course.source(assignment)
         sys.path.insert(0, folder)
         try:
-            for label, code in cells:
+            for label, code in program(nb).cells:
                 exec(compile(code, f"<reference {label}>", "exec"), ns)
         finally:
             sys.path.remove(folder)
         _REFERENCES[key] = types.SimpleNamespace(**{k: v for k, v in ns.items() if not k.startswith("__")})
     return _REFERENCES[key]
+
+
+class StandIns:
+    """Starts the process that answers the student's calls to other parts' functions: the
+    reference solution, in a sandbox of its own, fed plain data over a pair of pipes."""
+
+    def __init__(self, course, assignment, workdir, jail):
+        self._args = dict(workdir=workdir, time_limit=STAND_INS_STARTUP, memory_mb=course.memory_mb,
+                          jail=jail, label="the grader's stand-ins", max_timeouts=None)
+        self._program = program(read_notebook(course.source(assignment, assignment.notebook)))
+
+    def start(self, fds, names):
+        process = Student(self._program, serve=(fds, names), **self._args)
+        try:
+            process.start()
+        except StudentError as exc:      # the reference itself failed to load: ours to fix
+            process.close()
+            raise InfrastructureError(f"the reference stand-ins did not load: {exc.message}") from None
+        return process
 
 
 def file_hash(*paths):
@@ -59,6 +82,7 @@ class _Collector:
         self._reference = reference
         self._hidden = os.path.abspath(hidden_path)
         self.checks = []
+        self.infrastructure = None       # the grader's own failure: no check of this part counts
 
     @pytest.fixture(scope="session")
     def student(self):
@@ -84,7 +108,10 @@ class _Collector:
         if report.passed:
             return check
         exc = call.excinfo.value if call.excinfo else None
-        if isinstance(exc, StudentError):
+        if isinstance(exc, InfrastructureError):
+            self.infrastructure = self.infrastructure or exc
+            check["status"], check["message"] = "error", f"{doc}: {exc}"
+        elif isinstance(exc, StudentError):
             check["status"] = {"missing": "missing", "timeout": "timeout"}.get(exc.kind, "error")
             check["message"] = f"{doc}: {exc.message}"
         elif isinstance(exc, CheckFailed):
@@ -97,6 +124,7 @@ class _Collector:
         else:
             check["status"] = "error"
             check["message"] = f"{doc}: the check did not run"
+        check["message"] = wire.clean_text(check["message"], 2000)
         return check
 
 
@@ -116,8 +144,7 @@ def _status(checks, score, points):
 def _reason(checks, load_errors, status):
     """The part's first message: a cell that did not load, else the likely mistake, else the first failure."""
     failing = [c for c in checks if c["status"] != "passed"]
-    own = [e for e in load_errors if not e["cell"].endswith("(reference)")]
-    unloaded = "; ".join(load_failure(e) for e in own)
+    unloaded = "; ".join(load_failure(e) for e in load_errors)
     if not checks:              # fail closed: nothing ran, nothing counts
         return "no check ran, so this part scores 0 (the grader could not run its suites)"
     if not failing:
@@ -144,25 +171,33 @@ def _forget(paths):
             del sys.modules[name]
 
 
-def run_part(course, assignment, part, cells, workdir, *, jail=None):
-    """Grade one part: returns its result record (score, status, reason, checks)."""
+def run_part(course, assignment, part, prog, workdir, *, jail=None, public_only=False):
+    """Grade one part: returns its result record (score, status, reason, checks).
+
+    Raises InfrastructureError when the sandbox failed: then nothing about the
+    student can be concluded, and the caller grades the submission again later.
+    """
     started = time.monotonic()
     reference = reference_namespace(course, assignment)
-    if jail is None:            # the sandbox (autograder/sandbox.py); jail=False runs unconfined
+    if jail is None:            # the sandbox (autograder/sandbox.py)
         from autograder import sandbox
         jail = sandbox.jail(course)
-    student = Student(cells, workdir=workdir, time_limit=course.time_per_test,
-                      memory_mb=course.memory_mb, jail=jail, label=f"your notebook ({part.id})")
-    collector = _Collector(student, reference, os.path.join(course.root, part.hidden))
-    args = [os.path.join(course.root, part.public), os.path.join(course.root, part.hidden),
-            "-q", "--noconftest", "-p", "no:cacheprovider", "--import-mode=importlib",
-            "-o", "addopts=", "-W", "ignore", "--rootdir", course.root]
+    student = Student(prog, workdir=workdir, time_limit=course.time_per_test, budget=course.time_per_part,
+                      memory_mb=course.memory_mb, jail=jail, label=f"your notebook ({part.id})",
+                      stand_ins=StandIns(course, assignment, workdir, jail))
+    hidden = os.path.join(course.root, part.hidden)
+    collector = _Collector(student, reference, hidden)
+    suites = [os.path.join(course.root, part.public)] + ([] if public_only else [hidden])
+    args = suites + ["-q", "--noconftest", "-p", "no:cacheprovider", "--import-mode=importlib",
+                     "-o", "addopts=", "-W", "ignore", "--rootdir", course.root]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             pytest.main(args, plugins=[collector])
     finally:
         student.close()
-        _forget(args[:2])
+        _forget(suites)
+    if collector.infrastructure is not None:
+        raise collector.infrastructure
     checks = collector.checks
     total = sum(c["weight"] for c in checks) or 1
     earned = sum(c["weight"] for c in checks if c["status"] == "passed")
@@ -170,5 +205,5 @@ def run_part(course, assignment, part, cells, workdir, *, jail=None):
     status = _status(checks, score, part.points)
     return {"part": part.id, "score": score, "max_score": part.points, "status": status,
             "reason": _reason(checks, student.load_errors, status), "checks": checks,
-            "suite": file_hash(os.path.join(course.root, part.public), os.path.join(course.root, part.hidden)),
+            "suite": file_hash(os.path.join(course.root, part.public), hidden),
             "seconds": round(time.monotonic() - started, 2)}

@@ -2,21 +2,55 @@
 
 Student code runs in a process of its own. Whatever it returns comes back as
 JSON text and is rebuilt here from an allow-list of shapes, so nothing the
-student's process sends can run code in the grader's.
+student's process sends can run code in the grader's. Everything that
+crosses is untrusted: :func:`parse` bounds the size and the number of parts
+of a message before parsing it, and every string is made clean text
+(:func:`clean_text`) as it is rebuilt, once, here.
 """
 
 import base64
 import json
+import re
+import unicodedata
 
 import numpy as np
 
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "float32", "float64"}
 MAX_DEPTH = 20
+MAX_BYTES = 16 << 20        # one message from the student's process
+MAX_PARTS = 200_000         # lists and dicts in one message (each costs the parser memory)
+MAX_TEXT = 65_536           # characters of one string
+_BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 class WireError(ValueError):
     """A value that cannot cross the boundary (an object, a pickle, a cycle)."""
+
+
+def clean_text(text, limit=MAX_TEXT):
+    """Text safe to store, print and export: valid UTF-8, no control or bidirectional
+    characters (newlines and tabs kept), at most ``limit`` characters."""
+    text = str(text)
+    if len(text) > 4 * limit:
+        text = text[:4 * limit]
+    text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    text = _BAD.sub("\ufffd", unicodedata.normalize("NFC", text))
+    return text if len(text) <= limit else text[:limit - 1] + "\u2026"
+
+
+def parse(line):
+    """JSON from the student's process, refused (WireError) when too large or too nested."""
+    if len(line) > MAX_BYTES:
+        raise WireError(f"a message larger than {MAX_BYTES >> 20} MB")
+    if line.count(b"[") + line.count(b"{") > MAX_PARTS:
+        raise WireError(f"a value made of more than {MAX_PARTS:,} lists and dicts")
+    try:
+        return json.loads(line)
+    except RecursionError:
+        raise WireError("a value nested too deeply") from None
+    except ValueError as exc:
+        raise WireError(f"an unreadable message ({str(exc)[:80]})") from None
 
 
 def encode(value, _depth=0):
@@ -49,29 +83,45 @@ def encode(value, _depth=0):
                     "strings, lists, tuples or dicts)")
 
 
-def decode(data, _depth=0):
-    """Rebuild plain data; anything outside the allow-list is refused."""
+def decode(data):
+    """Rebuild plain data; anything outside the allow-list is refused (WireError)."""
+    try:
+        return _decode(data, 0)
+    except WireError:
+        raise
+    except (ValueError, TypeError, AttributeError, KeyError, OverflowError, MemoryError) as exc:
+        raise WireError(f"a malformed value ({type(exc).__name__})") from None
+
+
+def _decode(data, _depth):
     if _depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
-    if data is None or isinstance(data, (bool, str)):
+    if data is None or isinstance(data, bool):
         return data
+    if isinstance(data, str):
+        return clean_text(data)
     if isinstance(data, list):
-        return [decode(v, _depth + 1) for v in data]
+        return [_decode(v, _depth + 1) for v in data]
     if not isinstance(data, dict) or len(data) == 0:
         raise WireError(f"unexpected {type(data).__name__} on the wire")
     if "__int__" in data:
-        return int(data["__int__"])
+        digits = str(data["__int__"])
+        if len(digits) > 400:
+            raise WireError("an integer with more than 400 digits")
+        return int(digits)
     if "__float__" in data:
         return float(data["__float__"])
     if "__tuple__" in data:
-        return tuple(decode(v, _depth + 1) for v in data["__tuple__"])
+        return tuple(_decode(v, _depth + 1) for v in data["__tuple__"])
     if "__dict__" in data:
-        return {str(k): decode(v, _depth + 1) for k, v in data["__dict__"].items()}
+        return {clean_text(k): _decode(v, _depth + 1) for k, v in data["__dict__"].items()}
     if "__ndarray__" in data:
         dtype = str(data["dtype"])
         if dtype not in _DTYPES:
             raise WireError(f"array dtype {dtype!r} refused")
         shape = tuple(int(n) for n in data["shape"])
+        if len(shape) > 32 or any(n < 0 for n in shape):
+            raise WireError("an array with an impossible shape")
         raw = base64.b64decode(data["__ndarray__"])
         arr = np.frombuffer(raw, dtype=dtype)
         if arr.size != int(np.prod(shape, dtype=np.int64)):
@@ -85,4 +135,4 @@ def dumps(value):
 
 
 def loads(text):
-    return decode(json.loads(text))
+    return decode(parse(text.encode() if isinstance(text, str) else text))

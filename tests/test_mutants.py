@@ -14,6 +14,9 @@ cheaply: the program every other part runs must be identical to the reference's.
 part itself is graded for real (autograder/mistakes.py), in a pool of two processes.
 A further student per part has only that part written (every other part left as the
 stub) and must still get full marks in it: no double jeopardy.
+
+Every case is graded with numpy's and math's comparisons patched in the student's
+process (``PATCH``): a verdict that were made there would turn mistakes into full marks.
 """
 
 import os
@@ -21,15 +24,35 @@ import os
 import pytest
 
 from autograder import cohort, config, mistakes
-from selfcheck.program import program, read_notebook
+from selfcheck.program import grade_id, program, read_notebook, source
 
 COURSE = config.load()
 PARTS = [(a, p) for a in COURSE.assignments for p in a.parts]
 
+PATCH = """
+import math as _math
+import numpy as _np
+_np.allclose = lambda *a, **k: True
+_np.isclose = lambda a, b, *r, **k: _np.ones(_np.broadcast(_np.asarray(a), _np.asarray(b)).shape, dtype=bool)
+_np.array_equal = _np.array_equiv = lambda *a, **k: True
+for _name in dir(_np.testing):
+    if _name.startswith("assert_"):
+        setattr(_np.testing, _name, lambda *a, **k: None)
+_math.isclose = lambda *a, **k: True
+"""
+
+
+def _patched(nb, part):
+    """The notebook with PATCH run first in the part's first solution cell."""
+    for cell in nb["cells"]:
+        if grade_id(cell) == part.cells[0]:
+            cell["source"] = PATCH + source(cell)
+    return nb
+
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, request):
-    by_part = mistakes.grade_catalogue(COURSE, tmp_path_factory.mktemp("mutants"))
+    by_part = mistakes.grade_catalogue(COURSE, tmp_path_factory.mktemp("mutants"), prepare=_patched)
     rows = [row for part_rows in by_part.values() for row in part_rows]
     caught = sum(1 for _, kind, *_, r in rows if kind == "mistake" and r["score"] < r["max_score"])
     passed = sum(1 for _, kind, *_, r in rows if kind == "correct" and r["score"] == r["max_score"])
@@ -45,7 +68,8 @@ def graded(tmp_path_factory, request):
                           f"({min(catches)}-{max(catches)} public checks each)")
     request.config._course_summary = getattr(request.config, "_course_summary", []) + [
         f"mutation check: {caught} of {count['mistake']} mistakes caught, {passed} of {count['correct']} correct "
-        f"solutions given full marks (mistakes per part: {per_part})",
+        f"solutions given full marks (mistakes per part: {per_part}); numpy's comparisons patched in every "
+        "student process",
         "warned-about mistakes failing a public check: " + ", ".join(warned)]
     return by_part
 
@@ -74,7 +98,6 @@ def test_mistakes_lose_points_in_their_part_and_correct_code_earns_full_marks(gr
 def test_a_mistake_never_reaches_another_part(graded, assignment, part):
     """Every other part runs exactly the program it runs for the reference solution."""
     release = read_notebook(COURSE.release(assignment, assignment.notebook))
-    reference = read_notebook(COURSE.source(assignment, assignment.notebook))
     solved = cohort.solved(COURSE, assignment)
     for _, kind, name, entry, path, _ in graded[part.id]:
         if kind == "mistake":
@@ -87,7 +110,7 @@ def test_a_mistake_never_reaches_another_part(graded, assignment, part):
             own = set(other.cells)
             if name.startswith("only-"):
                 continue        # other parts are stubs on purpose; this case checks its own part
-            assert program(nb, release, reference, own) == program(solved, release, reference, own), \
+            assert program(nb, release, own) == program(solved, release, own), \
                 (name, other.id)
 
 

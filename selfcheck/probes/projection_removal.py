@@ -76,54 +76,53 @@ def forward(ns, embed_size, remove, weights, x):
     return np.array(out.data if isinstance(out, F.Tensor) else out, dtype=np.float64)
 
 
-def gradients(ns, embed_size, remove, weights, x, upstream, eps=None):
-    """Gradients of sum(layer(x) * upstream): backward() and central differences.
-
-    Returns {"analytic": {key: array}, "numeric": {key: array}, "none": [keys
-    backward() left without a gradient]} with keys "x" and "<projection>.weight/bias".
-    """
-    F = _framework()
-    layer = _set_weights(_layer(ns, embed_size, remove), weights)
-    upstream = np.array(upstream, dtype=np.float64)
-    inp = F.Tensor(np.array(x, dtype=np.float64), requires_grad=True)
+def _tensors(layer, inp):
+    """The tensors whose gradients are checked, by key: "x" and "<projection>.weight/bias"."""
     tensors = {"x": inp}
     for attr in _kept(layer):
         linear = getattr(layer, attr)
         tensors[f"{attr}.weight"] = linear.weight
         if linear.bias is not None:
             tensors[f"{attr}.bias"] = linear.bias
+    return tensors
+
+
+def gradients(ns, embed_size, remove, weights, x, upstream):
+    """backward()'s gradients of sum(layer(x) * upstream), by key; None where it left none."""
+    F = _framework()
+    layer = _set_weights(_layer(ns, embed_size, remove), weights)
+    inp = F.Tensor(np.array(x, dtype=np.float64), requires_grad=True)
+    tensors = _tensors(layer, inp)
     for t in tensors.values():
         t.grad = None
-    result = layer(inp)
-    (result * F.Tensor(upstream)).sum().backward()
-    if eps is None:     # the step that balances truncation and rounding in the layer's own precision
-        eps = float(np.finfo(result.data.dtype).eps) ** (1 / 3)
-    analytic, missing = {}, []
-    for key, t in tensors.items():
-        if t.grad is None:
-            missing.append(key)
-            analytic[key] = np.zeros_like(t.data)
-        else:
-            analytic[key] = np.array(t.grad, dtype=np.float64)
+    (layer(inp) * F.Tensor(np.array(upstream, dtype=np.float64))).sum().backward()
+    return {key: None if t.grad is None else np.array(t.grad, dtype=np.float64)
+            for key, t in tensors.items()}
+
+
+def objective(ns, embed_size, remove, weights, x, upstream, keys, eps):
+    """sum(layer(x) * upstream) with each entry of each tensor in ``keys`` moved by +eps, then
+    by -eps, one at a time: the values the grader turns into central differences."""
+    F = _framework()
+    layer = _set_weights(_layer(ns, embed_size, remove), weights)
+    inp = F.Tensor(np.array(x, dtype=np.float64), requires_grad=True)
+    tensors = _tensors(layer, inp)
+    upstream = np.array(upstream, dtype=np.float64)
 
     def value():
         with F.no_grad():
             return float(np.sum(np.asarray(layer(inp).data, dtype=np.float64) * upstream))
 
-    numeric = {}
-    for key, t in tensors.items():
-        grad = np.zeros(t.data.shape)
-        flat = t.data.reshape(-1)
+    values = []
+    for key in keys:
+        flat = tensors[key].data.reshape(-1)
         for i in range(flat.size):
             old = flat[i]
-            flat[i] = old + eps
-            up = value()
-            flat[i] = old - eps
-            down = value()
+            for shift in (eps, -eps):
+                flat[i] = old + shift
+                values.append(value())
             flat[i] = old
-            grad.reshape(-1)[i] = (up - down) / (2 * eps)
-        numeric[key] = grad
-    return {"analytic": analytic, "numeric": numeric, "none": missing}
+    return values
 
 
 def _dataset():

@@ -1,9 +1,17 @@
 """The student's side of a check: run the cells, then answer calls with plain data.
 
-Started by :mod:`selfcheck.student` as a process of its own. Requests arrive
-as JSON lines on stdin; answers go out on a private pipe, so whatever the
-student's code prints cannot be taken for an answer. Only plain data leaves
-(see :mod:`selfcheck.wire`); every comparison happens in the parent.
+Started by :mod:`selfcheck.student` as a process of its own. It says "ready"
+before any student code runs (so a process that never gets that far is the
+grader's failure, not the student's), then reads requests as JSON lines on
+stdin; answers go out on a private pipe, so whatever the student's code prints
+cannot be taken for an answer. Only plain data leaves (see
+:mod:`selfcheck.wire`); every comparison happens in the parent.
+
+A stand-in (another part's function, when one part is graded) is a function
+here whose calls travel, as plain data, to a process of the grader's that runs
+the reference solution (started on the first call), over a pair of pipes the
+parent handed over: the code behind it never enters this process. That
+process runs this same module, serving only the names it stands in for.
 """
 
 import importlib
@@ -17,6 +25,10 @@ import traceback
 from selfcheck import wire
 
 PRINT_TAIL = 2000
+
+
+class StandInError(Exception):
+    """A stand-in for another part's function could not answer."""
 
 
 class _Tail(io.TextIOBase):
@@ -35,11 +47,10 @@ class _Tail(io.TextIOBase):
 
 def _describe(exc, filename="<cell"):
     """The exception and the student's own frames, nothing of ours."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(filename)]
     if type(exc) is NotImplementedError:
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(filename)]
         cell = frames[-1].filename.strip("<>").removeprefix("cell ") if frames else "?"
         return f"not written yet (the cell '{cell}' still raises NotImplementedError)"
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename.startswith(filename)]
     where = ""
     if frames:
         f = frames[-1]
@@ -60,18 +71,98 @@ def _memory_limit():
     return "" if limit == resource.RLIM_INFINITY else f"{limit >> 20} MB"
 
 
-def _load(ns, cells, workdir):
+class _Channel:
+    """The streams to the parent (requests in, answers out) and to the stand-ins' process."""
+
+    def __init__(self, requests, answers):
+        self.requests, self.answers = requests, answers
+        self.stand_ins = None         # (to, from) file objects of the stand-ins' pipes
+        self.started = False
+
+    def send(self, message):
+        self.answers.write(json.dumps(message) + "\n")
+        self.answers.flush()
+
+    def receive(self):
+        line = self.requests.readline()
+        if not line:
+            raise SystemExit(0)            # the parent is gone
+        return json.loads(line)
+
+    def stand_in(self, name, cell):
+        def call(*args, **kwargs):
+            try:
+                message = json.dumps({"name": name, "args": wire.encode(list(args)),
+                                      "kwargs": wire.encode(kwargs)})
+            except wire.WireError as exc:
+                raise TypeError(f"`{name}` is another part's function, answered by the grader: "
+                                f"it takes numbers, arrays, strings, lists, tuples and dicts, not {exc}") from None
+            if not self.started:          # the grader starts the stand-ins' process on demand
+                self.send({"op": "stand-ins"})
+                reply = self.receive()
+                if not reply.get("ok"):
+                    raise StandInError(f"`{name}` (another part's function) is not available: {reply.get('error')}")
+                self.started = True
+            to, back = self.stand_ins
+            try:
+                to.write(message.encode() + b"\n")
+                to.flush()
+                line = back.readline()
+            except OSError:
+                line = b""
+            if not line:
+                raise StandInError(f"`{name}` (another part's function, answered by the grader) stopped "
+                                   "answering: it ran out of memory or time on the arguments it was given")
+            reply = json.loads(line)
+            if not reply.get("ok"):
+                raise StandInError(f"`{name}` (another part's function, answered by the grader): "
+                                   f"{reply.get('error')}")
+            return wire.decode(reply.get("value"))
+        call.__name__ = call.__qualname__ = name
+        call.__doc__ = f"Stands in for `{name}` of cell '{cell}': the grader's process answers each call."
+        return call
+
+
+def _serve(ns, names, fds):
+    """The stand-ins' process: answer calls to ``names`` from the pipes, plain data only."""
+    requests, replies = os.fdopen(fds[0], "rb"), os.fdopen(fds[1], "wb")
+    for line in requests:
+        try:
+            request = json.loads(line)
+            if request.get("name") not in names:
+                raise NameError(f"no stand-in named {str(request.get('name'))[:80]!r}")
+            value = ns[request["name"]](*wire.decode(request.get("args", [])),
+                                        **wire.decode(request.get("kwargs", {"__dict__": {}})))
+            reply = {"ok": True, "value": wire.encode(value)}
+        except BaseException as exc:  # noqa: BLE001 - the type and message only, never a frame
+            reply = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+        replies.write(json.dumps(reply).encode() + b"\n")
+        replies.flush()
+
+
+def _load(ns, cells, workdir, channel, stand_in_fds=None):
     if workdir and workdir not in sys.path:
         sys.path.insert(0, workdir)
+    if stand_in_fds:
+        channel.stand_ins = (os.fdopen(stand_in_fds[0], "wb"), os.fdopen(stand_in_fds[1], "rb"))
     errors = []
-    for label, code in cells:
+    for cell in cells:
+        label, code = cell[0], cell[1]
+        if code is None:                      # a stand-in: names the grader answers
+            for name in cell[2]:
+                ns[name] = channel.stand_in(name, label)
+            continue
         name = f"<cell {label}>"
-        if not label.endswith("(reference)"):    # a stand-in's source is not the student's to read
-            linecache.cache[name] = (len(code), None, code.splitlines(True), name)
+        linecache.cache[name] = (len(code), None, code.splitlines(True), name)
         try:
             exec(compile(code, name, "exec"), ns)
         except SystemExit as exc:
             errors.append({"cell": label, "error": f"the cell called sys.exit({exc.code!r})"})
+        except SyntaxError as exc:
+            text = (exc.text or "").strip()[:120]
+            errors.append({"cell": label, "line": exc.lineno,
+                           "error": f"{type(exc).__name__}: {exc.msg} (in cell {label}, line {exc.lineno}"
+                                    + (f": {text})" if text else ")")})
         except BaseException as exc:  # noqa: BLE001 - a student's cell may raise anything
             errors.append({"cell": label, "error": _describe(exc)})
     return {"errors": errors}
@@ -105,22 +196,29 @@ def _call(ns, request):
 
 def main(answer_fd):
     answers = os.fdopen(int(answer_fd), "w", buffering=1)
-    requests = sys.stdin
+    channel = _Channel(sys.stdin, answers)
+    channel.send({"op": "ready"})
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)                       # from here on, nothing reaches the parent's stderr
     sys.stdin = io.StringIO("")
     sys.stdout = sys.stderr = _Tail()
     ns = {"__name__": "__main__", "__builtins__": __builtins__}
-    for line in requests:
-        request = json.loads(line)
+    while True:
+        request = channel.receive()
         try:
             if request["op"] == "load":
-                reply = {"ok": True, **_load(ns, request["cells"], request.get("workdir"))}
+                reply = {"ok": True, **_load(ns, request["cells"], request.get("workdir"), channel,
+                                             request.get("stand_in_fds"))}
             else:
                 reply = _call(ns, request)
         except BaseException as exc:  # noqa: BLE001 - keep answering whatever happens
             reply = {"ok": False, "kind": "error", "error": _describe(exc, "")}
         reply["nonce"] = request.get("nonce")
         reply["printed"] = sys.stdout.text[-500:] if isinstance(sys.stdout, _Tail) else ""
-        answers.write(json.dumps(reply) + "\n")
+        channel.send(reply)
+        if request.get("serve"):          # the stand-ins' process: from here on, only them
+            _serve(ns, set(request["serve"]["names"]), request["serve"]["fds"])
+            return
 
 
 if __name__ == "__main__":

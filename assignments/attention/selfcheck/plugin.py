@@ -47,8 +47,8 @@ class _Session:
             nb = read_notebook(self.path)
         except NotebookError as exc:
             pytest.exit(f"{self.path}: {exc}", returncode=2)
-        self.cells, _ = program(nb)
-        self.code = dict(self.cells)
+        self.program = program(nb)
+        self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
         self.uses = notes.uses(nb, self.info["parts"])
         self.failing_parts = set()
         self.unloaded = []
@@ -56,14 +56,14 @@ class _Session:
 
     def handle(self):
         if self.student is None:
-            self.student = Student(self.cells, workdir=FOLDER, time_limit=self.info["time_per_test"],
+            self.student = Student(self.program, workdir=FOLDER, time_limit=self.info["time_per_test"],
                                    memory_mb=self.info["memory_mb"], label=os.path.basename(self.path))
         return self.student
 
     def load_failures(self):
         student = self.handle()
         try:
-            student._ensure()           # loading is lazy: load now, to report it first
+            student.start()             # loading is lazy: load now, to report it first
         except StudentError as exc:
             self.unloaded = [exc.message]
         else:

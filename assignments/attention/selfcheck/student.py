@@ -1,15 +1,26 @@
 """The grader's handle on a student's code: calls that cross into another process.
 
-``Student(cells, ...)`` starts a fresh Python process (lazily, on the first
-call), runs the notebook's cells there, and turns attribute access into remote
+``Student(program, ...)`` starts a fresh Python process (lazily, on the first
+call), runs the program's cells there, and turns attribute access into remote
 calls: ``student.softmax(z)`` sends ``z`` as plain data, waits at most the time
-limit, and returns the plain-data answer. The process is killed, with every
-process it started, on a timeout or when the check is done; a crash or a
-timeout becomes a :class:`StudentError` with a reason a student can act on.
-After ``MAX_TIMEOUTS`` timed-out calls every later call fails at once (status
-timeout, "not run"), so code that hangs in every call costs two time limits,
-not one per check. At grading, ``jail`` is the sandbox of
-``autograder/sandbox.py``, which decides what the process can see.
+limit, and returns the plain-data answer. A name the notebook's *given* cells
+define (``student.tiny_forward``) runs the given code on this side instead,
+calling the student's functions remotely, so no student cell can replace it.
+
+Limits: each call waits at most ``time_limit`` seconds, and all calls of one
+handle together at most ``budget`` seconds; after ``MAX_TIMEOUTS`` timed-out
+calls, or once the budget is spent, every later call fails at once (status
+timeout, "not run"). The process is killed, with every process it started,
+on a timeout or when the check is done. A crash or a timeout becomes a
+:class:`StudentError` with a reason a student can act on; a process that
+never said "ready" (the sandbox could not start it) is an
+:class:`InfrastructureError`: the grader's failure, never the student's.
+
+The functions of other parts (stand-ins) are answered by a second process,
+``stand_ins.start(fds, names)``, started when the student's code first calls
+one; the two processes talk over a pair of pipes made here, and a timeout of
+the student's call ends both. At grading, ``jail`` is the sandbox of
+``autograder/sandbox.py``, which decides what each process can see.
 """
 
 import json
@@ -23,6 +34,7 @@ import time
 import uuid
 
 from selfcheck import wire
+from selfcheck.program import Program
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LAUNCH = ("import sys; sys.path.insert(0, sys.argv[2]); "
@@ -31,6 +43,8 @@ _KEEP_ENV = ("PATH", "LANG", "LC_ALL", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", 
 _TOKEN = "SELFCHECK_STUDENT_TOKEN"
 MAX_RESTARTS = 3        # crashes survived before the student's code counts as broken
 MAX_TIMEOUTS = 2        # calls that may time out before the remaining ones are not run
+STARTUP_SECONDS = 60    # for the process to say "ready" (a loaded machine, never the student's time)
+MESSAGE_CHARS = 2000    # of any message from the student's process
 
 
 class StudentError(Exception):
@@ -42,15 +56,8 @@ class StudentError(Exception):
         self.message = message
 
 
-def _limits(memory_mb, cpu_seconds, file_mb):
-    def apply():
-        os.setsid()
-        mem = int(memory_mb) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_mb << 20, file_mb << 20))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    return apply
+class InfrastructureError(Exception):
+    """The process running the code could not be started: nothing to do with the code."""
 
 
 def _kill_tagged(token):
@@ -87,22 +94,75 @@ def _signal_name(code):
         return f"signal {-code}"
 
 
+class Launch:
+    """How to start one process: the command before ours, its environment, where our code and
+    its working folder are as the process sees them, and what to release when it is gone."""
+
+    def __init__(self, prefix, env, code_root, python, preexec, *, workdir, scratch, release=None):
+        self.prefix, self.env, self.code_root, self.python = prefix, env, code_root, python
+        self.preexec, self.workdir, self.scratch = preexec, workdir, scratch
+        self._release = release
+
+    def release(self):
+        if self._release is not None:
+            self._release()
+            self._release = None
+
+
+def rlimits(memory_mb, cpu_seconds):
+    """The limits every process running a student's code gets: address space, CPU, no core."""
+    mem = int(memory_mb) << 20
+    return [(resource.RLIMIT_AS, (mem, mem)), (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5)),
+            (resource.RLIMIT_CORE, (0, 0))]
+
+
+def limited(limits):
+    """A preexec function: a session of its own, then ``limits``."""
+    def apply():
+        os.setsid()
+        for kind, value in limits:
+            resource.setrlimit(kind, value)
+    return apply
+
+
+class _Unconfined:
+    """No sandbox: a student's own machine running their own self-check, with rlimits."""
+
+    @staticmethod
+    def launch(*, workdir, env, code_root, memory_mb, cpu_seconds):
+        return Launch([], dict(env, TMPDIR=workdir), code_root, sys.executable,
+                      limited(rlimits(memory_mb, cpu_seconds)), workdir=workdir, scratch=workdir)
+
+
 class Student:
     """A notebook's code running in a process of its own."""
 
-    def __init__(self, cells, *, workdir, time_limit=10.0, memory_mb=1024,
-                 cpu_limit=120, jail=None, label="your notebook"):
-        self._cells = [list(c) for c in cells]
+    def __init__(self, program, *, workdir, time_limit=10.0, budget=None, memory_mb=1024,
+                 cpu_limit=120, jail=None, label="your notebook", stand_ins=None, serve=None,
+                 max_timeouts=MAX_TIMEOUTS):
+        if not isinstance(program, Program):
+            program = Program(cells=[tuple(c) for c in program])
+        self._cells = [list(c) for c in program.cells]
+        self._given_cells = list(program.given)
+        self._given_names = set(program.given_names)
+        self._given = None
         self._workdir = os.path.abspath(workdir)
         self.time_limit = float(time_limit)
+        self.budget = float(budget) if budget else None
         self.memory_mb = int(memory_mb)
         self._cpu = int(cpu_limit)
-        self._jail = jail if hasattr(jail, "wrap") else list(jail or [])
+        self._jail = jail or _Unconfined
+        self._stand_ins = stand_ins          # starts the process answering other parts' functions
+        self._serve = serve                  # (fds, names): this process is such a process
+        self._pipes = []                     # our ends of the pipes for a stand-ins' process
+        self._stand_in_process = None
         self.label = label
-        self._proc = None
+        self._proc = self._launch = None
         self._answers = None
         self._restarts = 0
         self._timeouts = 0
+        self._max_timeouts = max_timeouts      # None: never give up on timeouts (the stand-ins)
+        self._spent = 0.0
         self._token = uuid.uuid4().hex
         self.broken = None          # a StudentError that ends every later call
         self.load_errors = []       # cells that raised while loading
@@ -117,42 +177,99 @@ class Student:
         return env
 
     def _start(self):
-        env, here, python = self._env(), _HERE, sys.executable
-        if hasattr(self._jail, "wrap"):     # a sandbox (autograder.sandbox): its own view of the disk
-            prefix, env, here, python = self._jail.wrap(workdir=self._workdir, env=env, code_root=_HERE)
-        else:
-            prefix = list(self._jail)
+        try:
+            self._launch = self._jail.launch(workdir=self._workdir, env=self._env(), code_root=_HERE,
+                                             memory_mb=self.memory_mb, cpu_seconds=self._cpu)
+        except Exception as exc:  # noqa: BLE001 - no uid, no cgroup, no sandbox: ours to fix
+            raise InfrastructureError(f"the sandbox could not be prepared: {exc}") from None
+        launch = self._launch
         read_fd, write_fd = os.pipe()
-        cmd = prefix + [python, "-I", "-c", _LAUNCH, str(write_fd), here]
+        inherited = [write_fd]
+        load = {"op": "load", "cells": self._cells, "workdir": launch.scratch}
+        if self._serve is not None:
+            fds, names = self._serve
+            inherited += list(fds)
+            load["serve"] = {"fds": list(fds), "names": list(names)}
+        elif self._stand_ins is not None and any(len(c) > 2 for c in self._cells):
+            to_r, to_w = os.pipe()
+            back_r, back_w = os.pipe()
+            self._pipes = [to_r, back_w]          # handed to the stand-ins' process when it starts
+            inherited += [to_w, back_r]
+            load["stand_in_fds"] = [to_w, back_r]
+        cmd = launch.prefix + [launch.python, "-I", "-c", _LAUNCH, str(write_fd), launch.code_root]
         try:
             self._proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                pass_fds=(write_fd,), cwd=self._workdir, env=env,
-                preexec_fn=_limits(self.memory_mb, self._cpu, 64))
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                pass_fds=tuple(inherited), cwd=launch.workdir, env=launch.env, preexec_fn=launch.preexec)
+        except (OSError, subprocess.SubprocessError) as exc:
+            os.close(read_fd)
+            self.close()
+            raise InfrastructureError(f"the process for {self.label} could not be started: {exc}") from None
         finally:
-            os.close(write_fd)
+            for fd in inherited if self._serve is None else [write_fd]:
+                os.close(fd)
         self._answers = os.fdopen(read_fd, "rb")
-        self._buffer = b""
-        reply = self._request({"op": "load", "cells": self._cells, "workdir": self._workdir},
-                              what="loading " + self.label)
-        self.load_errors = reply.get("errors", [])
+        self._chunks, self._size = [], 0
+        line = self._readline(time.monotonic() + STARTUP_SECONDS)
+        if not line or not line.startswith(b'{"op": "ready"'):
+            why = self._startup_failure()
+            self.close()
+            raise InfrastructureError(f"the sandbox for {self.label} did not start: {why}")
+        reply = self._request(load, what="loading " + self.label)
+        self.load_errors = [dict(e, error=wire.clean_text(e.get("error", ""), MESSAGE_CHARS),
+                                 cell=wire.clean_text(e.get("cell", ""), 200))
+                            for e in reply.get("errors", []) if isinstance(e, dict)]
+
+    def start(self):
+        """Start the process now (a stand-ins' process is started before it is needed)."""
+        self._ensure()
+
+    def _start_stand_ins(self):
+        """The student's code called another part's function for the first time."""
+        if not self._pipes:
+            return {"ok": False, "error": "no other part's functions are answered here"}
+        names = [n for c in self._cells if len(c) > 2 for n in c[2]]
+        self._stand_in_process = self._stand_ins.start(tuple(self._pipes), names)
+        for fd in self._pipes:
+            os.close(fd)
+        self._pipes = []
+        return {"ok": True}
+
+    def _startup_failure(self):
+        """What the sandbox said on stderr before it died (bounded), or why we gave up."""
+        if self._proc.poll() is None:
+            return f"no answer within {STARTUP_SECONDS} s"
+        try:
+            os.set_blocking(self._proc.stderr.fileno(), False)
+            said = (self._proc.stderr.read(4000) or b"").decode("utf-8", "replace").strip()
+        except (OSError, TypeError):
+            said = ""
+        return wire.clean_text(said.splitlines()[-1] if said else f"it exited with {self._proc.returncode}", 300)
 
     def close(self):
-        """Kill the process and everything it started."""
+        """Kill the process (and the stand-ins' process) and everything they started."""
+        if self._stand_in_process is not None:
+            self._stand_in_process.close()
+            self._stand_in_process = None
+        for fd in self._pipes:
+            os.close(fd)
+        self._pipes = []
         proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait()
-        _kill_tagged(self._token)
-        for stream in (proc.stdin, self._answers):
+        if proc is not None:
             try:
-                stream.close()
-            except (OSError, AttributeError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
                 pass
+            proc.wait()
+            _kill_tagged(self._token)
+            for stream in (proc.stdin, proc.stderr, self._answers):
+                try:
+                    stream.close()
+                except (OSError, AttributeError):
+                    pass
+        if self._launch is not None:
+            self._launch.release()
+            self._launch = None
 
     def __enter__(self):
         return self
@@ -162,7 +279,13 @@ class Student:
 
     # -- requests ---------------------------------------------------------
     def _readline(self, deadline):
-        while b"\n" not in self._buffer:
+        """One line from the answer pipe (at most wire.MAX_BYTES), b"" at EOF, None at the deadline."""
+        while True:
+            if self._chunks and b"\n" in self._chunks[-1]:
+                data = b"".join(self._chunks)
+                line, _, rest = data.partition(b"\n")
+                self._chunks, self._size = ([rest] if rest else []), len(rest)
+                return line
             left = deadline - time.monotonic()
             if left <= 0:
                 return None
@@ -172,11 +295,11 @@ class Student:
             chunk = os.read(self._answers.fileno(), 1 << 20)
             if not chunk:
                 return b""
-            self._buffer += chunk
-            if len(self._buffer) > 256 << 20:
-                raise StudentError("error", "the answer was larger than 256 MB")
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+            self._chunks.append(chunk)
+            self._size += len(chunk)
+            if self._size > wire.MAX_BYTES:
+                self.close()
+                raise StudentError("error", f"the answer was larger than {wire.MAX_BYTES >> 20} MB")
 
     def _died(self, what):
         code = self._proc.wait()
@@ -190,43 +313,73 @@ class Student:
             reason = f"exited with status {code} (does the code call exit() or os._exit()?)"
         return StudentError("crashed", f"the process running your code {reason} while {what}")
 
-    def _request(self, request, *, what):
-        request["nonce"] = uuid.uuid4().hex
+    def _send(self, message, what):
         try:
-            self._proc.stdin.write((json.dumps(request) + "\n").encode())
+            self._proc.stdin.write((json.dumps(message) + "\n").encode())
             self._proc.stdin.flush()
         except (BrokenPipeError, OSError):
             raise self._died(what) from None
-        line = self._readline(time.monotonic() + self.time_limit)
-        if line is None:
-            self.close()
-            self._timeouts += 1
-            error = StudentError("timeout", f"{what} took longer than {self.time_limit:g} s "
-                                            "(an endless loop, or far too slow)")
-            if self._timeouts >= MAX_TIMEOUTS:
-                self.broken = StudentError(
-                    "timeout", f"not run: {self._timeouts} earlier calls took longer than "
-                               f"{self.time_limit:g} s each (an endless loop, or far too slow), "
-                               "so the rest of this part was stopped")
-            raise error
-        if line == b"":
-            raise self._died(what)
+
+    def _timed_out(self, what, limit):
+        self.close()
+        self._timeouts += 1
+        if self.budget is not None and self._spent >= self.budget:
+            self.broken = StudentError(
+                "timeout", f"not run: this part used up its time budget of {self.budget:g} s "
+                           "(calls that each take long add up)")
+            return StudentError("timeout", f"{what} ran past this part's time budget of {self.budget:g} s")
+        error = StudentError("timeout", f"{what} took longer than {limit:g} s "
+                                        "(an endless loop, or far too slow)")
+        if self._max_timeouts is not None and self._timeouts >= self._max_timeouts:
+            self.broken = StudentError(
+                "timeout", f"not run: {self._timeouts} earlier calls took longer than "
+                           f"{self.time_limit:g} s each (an endless loop, or far too slow), "
+                           "so the rest of this part was stopped")
+        return error
+
+    def _request(self, request, *, what):
+        if self.budget is not None and self._spent >= self.budget:
+            self.broken = StudentError("timeout", f"not run: this part used up its time budget of "
+                                                  f"{self.budget:g} s (calls that each take long add up)")
+            raise StudentError(self.broken.kind, self.broken.message)
+        request["nonce"] = uuid.uuid4().hex
+        limit = self.time_limit if self.budget is None else min(self.time_limit, self.budget - self._spent)
+        started = time.monotonic()
         try:
-            reply = json.loads(line)
-        except ValueError:
-            self.close()
-            raise StudentError("error", f"{what} gave an unreadable answer") from None
+            reply = self._exchange(request, started + limit, what)
+        finally:
+            self._spent += time.monotonic() - started
+        if reply is None:
+            raise self._timed_out(what, limit)
         if not isinstance(reply, dict) or reply.get("nonce") != request["nonce"]:
             self.close()
             raise StudentError("error", f"{what} gave an answer out of turn")
         return reply
+
+    def _exchange(self, request, deadline, what):
+        """Send a request and wait for its reply, answering stand-in calls meanwhile; None at the deadline."""
+        self._send(request, what)
+        while True:
+            line = self._readline(deadline)
+            if line is None:
+                return None
+            if line == b"":
+                raise self._died(what)
+            try:
+                reply = wire.parse(line)
+            except wire.WireError as exc:
+                self.close()
+                raise StudentError("error", f"{what} sent back {exc}") from None
+            if not (isinstance(reply, dict) and reply.get("op") == "stand-ins"):
+                return reply
+            self._send(self._start_stand_ins(), what)
 
     def _ensure(self):
         if self.broken is not None:     # a fresh exception: re-raising one would grow its traceback
             raise StudentError(self.broken.kind, self.broken.message)
         if self._proc is not None:
             return
-        if self._restarts > MAX_RESTARTS:
+        if self._max_timeouts is not None and self._restarts > MAX_RESTARTS:
             self.broken = StudentError("crashed", "your code stopped responding too many times")
             raise self.broken
         self._restarts += 1
@@ -244,19 +397,49 @@ class Student:
                                "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs)},
                               what=what)
         if not reply.get("ok"):
-            raise StudentError(reply.get("kind", "error"), str(reply.get("error"))[:2000])
+            kind = reply.get("kind") if reply.get("kind") in ("error", "missing") else "error"
+            raise StudentError(kind, wire.clean_text(reply.get("error"), MESSAGE_CHARS))
         try:
             return wire.decode(reply.get("value"))
         except wire.WireError as exc:
             raise StudentError("error", f"`{name}` returned {exc}") from None
 
     def probe(self, module, name, *args, **kwargs):
-        """Run a check helper from ``selfcheck.probes.<module>`` beside the student's code."""
+        """Run a measurement from ``selfcheck.probes.<module>`` beside the student's code."""
         return self.call(name, *args, probe=module, **kwargs)
+
+    def given(self):
+        """The given cells, run on this side, calling the student's functions remotely."""
+        if self._given is None:
+            ns = {"__name__": "given"}
+            for name in {n for c in self._cells if len(c) > 2 for n in c[2]} | self._solution_names():
+                ns[name] = self._remote(name)
+            sys.path.insert(0, self._workdir)
+            try:
+                for label, code in self._given_cells:
+                    exec(compile(code, f"<given {label}>", "exec"), ns)
+            finally:
+                sys.path.remove(self._workdir)
+            self._given = ns
+        return self._given
+
+    def _solution_names(self):
+        from selfcheck.program import defined_names
+        given = {label for label, _ in self._given_cells}
+        return {n for c in self._cells if len(c) == 2 and c[0] not in given and c[1]
+                for n in defined_names(c[1])}
+
+    def _remote(self, name):
+        def call(*args, **kwargs):
+            return self.call(name, *args, **kwargs)
+        call.__name__ = name
+        return call
 
     def __getattr__(self, name):
         if name.startswith("_"):
             raise AttributeError(name)
+        if name in self._given_names:
+            return self.given()[name]
         return lambda *args, **kwargs: self.call(name, *args, **kwargs)
 
 
@@ -268,16 +451,18 @@ class LocalStudent:
         self.load_errors = []
 
     def call(self, name, *args, probe=None, **kwargs):
+        args = wire.loads(wire.dumps(list(args)))
+        kwargs = wire.loads(wire.dumps(kwargs))
         if probe:
             import importlib
-            probe_fn = getattr(importlib.import_module(f"selfcheck.probes.{probe}"), name)
-            fn = lambda *a, **k: probe_fn(self._ns, *a, **k)   # noqa: E731 - the namespace stays here, off the wire
+            fn = getattr(importlib.import_module(f"selfcheck.probes.{probe}"), name)
+            args = [self._ns] + args
         else:
             fn = self._ns.get(name)
             if not callable(fn):
                 raise StudentError("missing", f"your notebook defines no function `{name}`")
         try:
-            value = fn(*wire.loads(wire.dumps(list(args))), **wire.loads(wire.dumps(kwargs)))
+            value = fn(*args, **kwargs)
         except StudentError:
             raise
         except Exception as exc:  # noqa: BLE001

@@ -247,10 +247,36 @@ def diagnoses(checks):
     return sorted(counts, key=lambda text: -counts[text])
 
 
+def _same(sent, back):
+    try:
+        back = np.asarray(back, dtype=sent.dtype)
+    except (TypeError, ValueError):
+        return False
+    return back.shape == sent.shape and np.array_equal(back, sent, equal_nan=sent.dtype.kind == "f")
+
+
+def central_differences(values, shapes, eps):
+    """Numerical gradients from measured values: ``values`` holds, for each key of ``shapes`` and
+    each flat index, f(+eps) then f(-eps), in that order (see the projection_removal probes)."""
+    values = np.asarray(values, dtype=float)
+    out, i = {}, 0
+    for key, shape in shapes.items():
+        n = int(np.prod(shape, dtype=np.int64))
+        pairs = values[i:i + 2 * n].reshape(n, 2) if n else np.zeros((0, 2))
+        out[key] = ((pairs[:, 0] - pairs[:, 1]) / (2 * eps)).reshape(shape)
+        i += 2 * n
+    return out
+
+
 def unchanged(student, name, *args, what=None):
-    """Call ``name`` and check it left its array arguments as they were; returns its answer."""
-    got, changed = student.probe("common", "call_and_watch", name, *args)
-    if changed:
+    """Call ``name`` and check it left its array arguments as they were; returns its answer.
+
+    The student's process sends back the arguments as they are after the call;
+    they are compared here with what was sent."""
+    got, after = student.probe("common", "call_keeping_arguments", name, *args)
+    if not isinstance(after, list) or len(after) != len(args):
+        raise CheckFailed(f"{what or name}: the call did not report its arguments back")
+    if any(isinstance(a, np.ndarray) and not _same(a, b) for a, b in zip(args, after)):
         raise CheckFailed(f"{what or name}: the function changed its input array in place; "
                           "work on a copy (for example `z = z - z.max(...)`, not `z -= ...`).")
     return got

@@ -4,16 +4,22 @@ A check runs a notebook's definitions, not its demonstrations: cells whose
 grade id starts with ``show_`` (plots, printed tables) or ``run_`` (the long
 experiments) never run, and test cells are replaced by the suites. Given the
 released notebook, locked cells come from it rather than from the submission,
-so an edited given cell changes nothing. Given the reference notebook, the
-solution cells of the *other* parts come from it, so one mistake costs points
-in one part only. Cells a student added contribute their imports and
-definitions only.
+so an edited given cell changes nothing; the checker also runs them on its own
+side (:attr:`Program.given`), so a student's cell that redefines a given
+function cannot change what a check of the given code sees. When a part is
+graded, the functions of the notebook's *other* parts are stand-ins: names
+whose calls go to the grader, which answers from the reference solution in a
+process of its own, so one mistake costs points in one part only and no
+solution source ever enters the student's process. Cells a student added
+contribute their imports and definitions only.
 """
 
 import ast
 import json
+from dataclasses import dataclass, field
 
 SKIP_PREFIXES = ("show_", "run_")
+MAX_NOTEBOOK_BYTES = 32 << 20
 
 
 class NotebookError(Exception):
@@ -24,29 +30,47 @@ def read_notebook(path):
     """Load a notebook file, with a one-line reason when it is malformed."""
     try:
         with open(path, "rb") as fh:
-            raw = fh.read()
+            raw = fh.read(MAX_NOTEBOOK_BYTES + 1)
     except FileNotFoundError:
         raise NotebookError(f"no notebook at {path}") from None
+    return parse_notebook(raw)
+
+
+def parse_notebook(raw):
+    """A notebook from its bytes, with a one-line reason when it is not one."""
     if not raw.strip():
         raise NotebookError("the notebook file is empty")
+    if len(raw) > MAX_NOTEBOOK_BYTES:
+        raise NotebookError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES >> 20} MB "
+                            "(clear the outputs of big plots and save it again)")
     try:
         nb = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NotebookError(f"the notebook is not valid JSON ({exc})") from None
+        raise NotebookError(f"the notebook is not valid JSON ({str(exc)[:200]})") from None
+    except RecursionError:
+        raise NotebookError("the notebook is not a notebook: its JSON is nested too deeply") from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
         raise NotebookError("the file is JSON but not a notebook (no list of cells)")
     if nb.get("nbformat") != 4:
-        raise NotebookError(f"the notebook has nbformat {nb.get('nbformat')!r}; "
+        found = nb.get("nbformat")
+        raise NotebookError(f"the notebook has nbformat {found if isinstance(found, int) else '(none)'}; "
                             "version 4 is expected (save it from a current Jupyter)")
+    try:
+        json.dumps(nb, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotebookError("the notebook holds text that is not valid Unicode (a lone surrogate); "
+                            "save it again from Jupyter") from None
     for cell in nb["cells"]:
         if not isinstance(cell, dict) or "cell_type" not in cell:
+            raise NotebookError("the notebook has a malformed cell")
+        if not isinstance(cell.get("source", ""), (str, list)) or not isinstance(cell.get("metadata", {}), dict):
             raise NotebookError("the notebook has a malformed cell")
     return nb
 
 
 def source(cell):
     src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
+    return "".join(str(line) for line in src) if isinstance(src, list) else str(src)
 
 
 def meta(cell):
@@ -87,24 +111,64 @@ def solution_ids(nb):
     return [grade_id(c) for c in nb["cells"] if c.get("cell_type") == "code" and is_solution(c)]
 
 
-def program(student, release=None, reference=None, own=None):
-    """The cells to execute, as ``(label, source)`` pairs, and the ids missing.
+def defined_names(code, kinds=(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
+                               ast.AnnAssign)):
+    """The top-level names a cell defines (functions, classes, assignments), in order."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    names = []
+    for node in tree.body:
+        if not isinstance(node, kinds):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        else:
+            names.append(node.name)
+    return [n for i, n in enumerate(names) if n not in names[:i]]
+
+
+@dataclass
+class Program:
+    """What one check runs.
+
+    ``cells`` run in the student's process, in order: ``(label, code)``, or
+    ``(label, None, names)`` for a stand-in, whose functions ``names`` the
+    grader answers. ``given`` are the locked cells the checker also runs on its
+    own side. ``missing`` are solution cells of the part the submission no
+    longer has.
+    """
+
+    cells: list = field(default_factory=list)
+    given: list = field(default_factory=list)
+    missing: list = field(default_factory=list)
+
+    @property
+    def given_names(self):
+        return [n for _, code in self.given for n in defined_names(code)]
+
+
+def program(student, release=None, own=None):
+    """The :class:`Program` of a submitted notebook.
 
     ``student`` is the submitted notebook; ``release`` the released one (the
-    backbone: its order and its locked cells win); ``reference`` the solution
-    notebook, whose solution cells stand in for every part not in ``own``.
-    Returns ``(cells, missing)`` where ``missing`` lists solution cells of
-    ``own`` that the submission no longer has.
+    backbone: its order and its locked cells win). With ``own`` (the solution
+    cells of the part being graded), every other solution cell is a stand-in
+    for the functions the released cell declares.
     """
     if release is None:
-        cells = []
+        prog = Program()
         for cell in student["cells"]:
             if not _runs(cell):
                 continue
             gid = grade_id(cell)
             code = source(cell) if gid else definitions_only(source(cell))
-            cells.append((gid or "a cell you added", code))
-        return cells, []
+            prog.cells.append((gid or "a cell you added", code))
+            if gid and not is_solution(cell) and meta(cell).get("locked"):
+                prog.given.append((gid, code))
+        return prog
 
     known = {grade_id(c) for c in release["cells"] if grade_id(c)}
     by_id = {}
@@ -117,20 +181,20 @@ def program(student, release=None, reference=None, own=None):
             last = gid
         elif cell.get("cell_type") == "code" and not is_test(cell):
             added.setdefault(last, []).append(definitions_only(source(cell)))
-    refs = {grade_id(c): c for c in (reference or {"cells": []})["cells"] if grade_id(c)}
 
-    cells = [("a cell you added", code) for code in added[None] if code]
-    missing = []
+    prog = Program(cells=[("a cell you added", code) for code in added[None] if code])
     for cell in release["cells"]:
         gid = grade_id(cell)
         if _runs(cell):
             if not is_solution(cell):
-                cells.append((gid, source(cell)))
-            elif own is not None and gid not in own and gid in refs:
-                cells.append((gid + " (reference)", source(refs[gid])))
+                prog.cells.append((gid, source(cell)))
+                prog.given.append((gid, source(cell)))
+            elif own is not None and gid not in own:
+                names = defined_names(source(cell), (ast.FunctionDef,))
+                prog.cells.append((f"{gid} (another part)", None, names))
             elif gid in by_id:
-                cells.append((gid, source(by_id[gid])))
-            elif own is None or gid in own:
-                missing.append(gid)
-        cells.extend(("a cell you added", code) for code in added.get(gid, []) if code)
-    return cells, missing
+                prog.cells.append((gid, source(by_id[gid])))
+            else:
+                prog.missing.append(gid)
+        prog.cells.extend(("a cell you added", code) for code in added.get(gid, []) if code)
+    return prog

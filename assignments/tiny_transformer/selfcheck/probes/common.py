@@ -1,15 +1,14 @@
 """Probes any part can use."""
 
-import numpy as np
 
+def call_keeping_arguments(ns, name, *args):
+    """Call ``name(*args)``; return its answer and its arguments as they are afterwards.
 
-def call_and_watch(ns, name, *args):
-    """Call ``name(*args)``; report its answer and whether any array argument changed."""
-    copies = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
+    Whether the call changed an argument is for the grader to decide, from
+    what it sent and what comes back here: this side only measures.
+    """
     fn = ns.get(name)
     if not callable(fn):
         raise NameError(f"your notebook defines no function `{name}`")
     got = fn(*args)
-    changed = any(isinstance(a, np.ndarray) and not np.array_equal(a, c, equal_nan=True)
-                  for a, c in zip(args, copies))
-    return got, changed
+    return got, list(args)
