@@ -108,5 +108,6 @@ def page(course, by_part):
 
 
 def comparable(text):
-    """The page with its digits blanked: float rounding may differ from one machine to another."""
-    return re.sub(r"\d", "#", text)
+    """The page with every number blanked: float rounding differs a little between machines, and the
+    mutation check grades with a patch at the top of a cell, which moves the line numbers."""
+    return re.sub(r"\d+", "#", text)
