@@ -8,6 +8,7 @@
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course demo               release, build a demo cohort, grade it, print the table
+    course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
     course experiment         the projection-removal experiment (autograder/experiment.py; --help)
 """
 
@@ -270,6 +271,21 @@ def cmd_demo(course, args):
     return 0
 
 
+def cmd_mistakes(course, args):
+    import tempfile
+
+    from autograder import mistakes
+    print("grading every catalogued mistake (a few minutes) ...", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        text = mistakes.page(course, mistakes.grade_catalogue(course, tmp, jobs=args.jobs))
+    path = os.path.join(course.root, mistakes.PAGE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as fh:
+        fh.write(text)
+    print(f"wrote {path}")
+    return 0
+
+
 def cmd_experiment(course, args):
     from autograder import experiment
     experiment.main(args.args)
@@ -308,6 +324,8 @@ def main(argv=None):
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
     d.add_argument("--dir", default="demo", help="working folder for the demo (default: demo/)")
     d.add_argument("--jobs", type=int, default=None)
+    m = sub.add_parser("mistakes", help="grade the catalogue of mistakes; write docs/mistakes.md")
+    m.add_argument("--jobs", type=int, default=2)
     xp = sub.add_parser("experiment", add_help=False,
                        help="the chapter's projection-removal experiment: results and plots in data/")
     xp.add_argument("args", nargs=argparse.REMAINDER, help="passed on (course experiment --help)")
@@ -320,7 +338,7 @@ def main(argv=None):
         course = config.load(args.config)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
                 "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
-                "demo": cmd_demo, "experiment": cmd_experiment}[args.command](course, args)
+                "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
     except config.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ import tempfile
 import nbformat
 import pytest
 
-from autograder import nbgrader_bridge
+from autograder import chapter, nbgrader_bridge
 from selfcheck.program import source
 
 SELFCHECK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "selfcheck")
@@ -99,12 +99,16 @@ def vendor(course, assignment, folder):
     manifest = {
         "assignment": assignment.id, "notebook": assignment.notebook,
         "time_per_test": course.time_per_test, "memory_mb": course.memory_mb,
-        "parts": [{"id": p.id, "title": p.title, "points": p.points, "tests": f"test_{p.id}.py",
+        "parts": [{"id": p.id, "title": p.title, "points": p.points, "cells": list(p.cells),
+                   "tests": f"test_{p.id}.py",
                    "hidden_checks": count_tests(os.path.join(course.root, p.hidden))}
                   for p in assignment.parts],
     }
     with open(os.path.join(kit, "manifest.json"), "w") as fh:
         json.dump(manifest, fh, indent=1)
+        fh.write("\n")
+    with open(os.path.join(kit, "chapter_numbers.json"), "w") as fh:   # the public checks' targets
+        json.dump(chapter.numbers(), fh)
         fh.write("\n")
     with open(os.path.join(folder, "conftest.py"), "w") as fh:
         fh.write(CONFTEST)
@@ -209,12 +213,15 @@ def _solution_lines(course, assignment):
 
 
 def _hidden_lines(course):
-    lines = set()
+    """Distinctive lines of the hidden suites that no public suite has too (those are released anyway)."""
+    lines, public = set(), ""
     for assignment in course.assignments:
         for part in assignment.parts:
             with open(os.path.join(course.root, part.hidden)) as fh:
                 lines |= {l.strip() for l in fh if len(l.strip()) >= 30 and not l.strip().startswith(("#", "import", "from", '"""'))}
-    return lines
+            with open(os.path.join(course.root, part.public)) as fh:
+                public += fh.read()
+    return {line for line in lines if line not in public}
 
 
 def leaks(course, folder=None):

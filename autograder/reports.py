@@ -405,11 +405,9 @@ def feedback_page(record, course=None, written=None):
         checks = part.get("checks", [])
         failing = [c for c in checks if c["status"] != "passed"]
         passed = [c for c in checks if c["status"] == "passed"]
-        if not checks:
-            out.append(f"<p class=reason>{esc(part['reason'])}</p>")
-        elif failing:
-            out.append(f"<p class=reason>{len(failing)} of {len(checks)} checks did not pass "
-                       "(partial credit counts each check's weight):</p>")
+        if not checks or failing:      # the reason comes first: a cell that did not load, or the likely mistake
+            out.append(f"<p class=reason>{esc(part['reason'])}"
+                       + (" (partial credit counts each check's weight)" if failing else "") + "</p>")
         failing_public = [c for c in failing if c["visibility"] == "public"]
         for check in failing:
             came_back, mistake = _split_message(check["message"])

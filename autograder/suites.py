@@ -21,7 +21,8 @@ import types
 import pytest
 
 from selfcheck import wire
-from selfcheck.checks import CheckFailed
+from selfcheck.checks import CheckFailed, diagnoses
+from selfcheck.notes import load_failure
 from selfcheck.program import program, read_notebook
 from selfcheck.student import InfrastructureError, Student, StudentError
 
@@ -141,16 +142,20 @@ def _status(checks, score, points):
 
 
 def _reason(checks, load_errors, status):
+    """The part's first message: a cell that did not load, else the likely mistake, else the first failure."""
     failing = [c for c in checks if c["status"] != "passed"]
+    unloaded = "; ".join(load_failure(e) for e in load_errors)
     if not checks:              # fail closed: nothing ran, nothing counts
         return "no check ran, so this part scores 0 (the grader could not run its suites)"
     if not failing:
-        return f"all {len(checks)} checks passed"
-    text = f"{len(failing)} of {len(checks)} checks did not pass; first: {failing[0]['message']}"
-    if load_errors:
-        first = load_errors[0]
-        text += f" (while loading, cell '{first['cell']}' raised {first['error']})"
-    return text
+        return (unloaded + "; " if unloaded else "") + f"all {len(checks)} checks passed"
+    count = f"{len(failing)} of {len(checks)} checks did not pass"
+    diagnosis = diagnoses(failing)
+    if unloaded:
+        return f"{unloaded}. {count}; first: {failing[0]['message']}"
+    if diagnosis:
+        return f"Likely mistake: {diagnosis[0]}. {count}; first: {failing[0]['doc']}"
+    return f"{count}; first: {failing[0]['message']}"
 
 
 def _forget(paths):

@@ -3,7 +3,13 @@
 The public tests there call ``student.<function>(...)``; this plugin supplies
 ``student``, the notebook's code in a fresh process (the grader's own runner,
 minus the hidden suites), turns a failed check into its one-paragraph message,
-and ends by saying how many hidden checks run at grading.
+and ends by saying what is left for grading. It differs from grading in one
+way: here every part runs *your* functions, so a check can fail because a
+function from another part is wrong; such a failure says so. At grading each
+part runs with the reference version of the other parts.
+
+The first check, ``<notebook>::every cell loads``, fails when a solution cell
+raised while loading (a SyntaxError, say), naming the cell and the line.
 """
 
 import json
@@ -11,10 +17,10 @@ import os
 
 import pytest
 
+from selfcheck import notes
 from selfcheck.checks import CheckFailed
 from selfcheck.program import NotebookError, program, read_notebook
 from selfcheck.student import Student, StudentError
-
 
 FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the assignment folder
 
@@ -31,27 +37,113 @@ def pytest_addoption(parser):
                      help="check this notebook instead of the one in the assignment folder")
 
 
+class _Session:
+    """The notebook under check, its process and what the checks found so far."""
+
+    def __init__(self, config):
+        self.info = manifest()
+        self.path = config.getoption("notebook") or os.path.join(FOLDER, self.info["notebook"])
+        try:
+            nb = read_notebook(self.path)
+        except NotebookError as exc:
+            pytest.exit(f"{self.path}: {exc}", returncode=2)
+        self.program = program(nb)
+        self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
+        self.uses = notes.uses(nb, self.info["parts"])
+        self.failing_parts = set()
+        self.unloaded = []
+        self.student = None
+
+    def handle(self):
+        if self.student is None:
+            self.student = Student(self.program, workdir=FOLDER, time_limit=self.info["time_per_test"],
+                                   memory_mb=self.info["memory_mb"], label=os.path.basename(self.path))
+        return self.student
+
+    def load_failures(self):
+        student = self.handle()
+        try:
+            student.start()             # loading is lazy: load now, to report it first
+        except StudentError as exc:
+            self.unloaded = [exc.message]
+        else:
+            self.unloaded = [notes.load_failure(e, self.code.get(e["cell"])) for e in student.load_errors]
+        return self.unloaded
+
+
+def pytest_configure(config):
+    config._selfcheck = _Session(config)
+
+
+def pytest_unconfigure(config):
+    session = getattr(config, "_selfcheck", None)
+    if session is not None and session.student is not None:
+        session.student.close()
+
+
 @pytest.fixture(scope="session")
 def student(request):
-    folder = FOLDER
-    info = manifest(folder)
-    path = request.config.getoption("notebook") or os.path.join(folder, info["notebook"])
-    try:
-        prog = program(read_notebook(path))
-    except NotebookError as exc:
-        pytest.exit(f"{path}: {exc}", returncode=2)
-    with Student(prog, workdir=folder, time_limit=info["time_per_test"],
-                 memory_mb=info["memory_mb"], label=os.path.basename(path)) as handle:
-        yield handle
+    return request.config._selfcheck.handle()
+
+
+class _Loads(pytest.Item):
+    """Every solution cell of the notebook loads."""
+
+    def runtest(self):
+        failures = self.config._selfcheck.load_failures()
+        if failures:
+            raise CheckFailed("\n".join(failures))
+
+    def repr_failure(self, excinfo):
+        return str(excinfo.value)
+
+    def reportinfo(self):
+        return self.path, None, "every cell loads"
+
+
+class _NotebookFile(pytest.File):
+    def collect(self):
+        yield _Loads.from_parent(self, name="every cell loads")
+
+
+def pytest_collect_file(file_path, parent):
+    if file_path.name == manifest()["notebook"]:
+        return _NotebookFile.from_parent(parent, path=file_path)
+    return None
+
+
+def _part(item):
+    name = item.path.name
+    return name[len("test_"):-len(".py")] if name.startswith("test_") else None
+
+
+def pytest_collection_modifyitems(config, items):
+    """The loading check first, then the parts in the notebook's order (a part's helpers first)."""
+    order = {p["id"]: i for i, p in enumerate(manifest()["parts"])}
+    items.sort(key=lambda item: -1 if isinstance(item, _Loads) else order.get(_part(item), len(order)))
+    if not any(isinstance(item, _Loads) for item in items):    # --notebook from elsewhere
+        module = next((item.parent for item in items if item.parent is not None), None)
+        if module is not None:
+            items.insert(0, _Loads.from_parent(module, name="every cell loads"))
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if call.excinfo is not None and call.excinfo.errisinstance((CheckFailed, StudentError)):
+    if call.when != "call" or call.excinfo is None:
+        return
+    session = item.config._selfcheck
+    part = _part(item)
+    if part:
+        session.failing_parts.add(part)
+    if call.excinfo.errisinstance((CheckFailed, StudentError)):
         exc = call.excinfo.value
-        report.longrepr = getattr(exc, "message", None) or str(exc)
+        message = getattr(exc, "message", None) or str(exc)
+        if session.unloaded and ("defines no function" in message or "NameError" in message):
+            message += " (a cell did not load: see the first check, `every cell loads`)"
+        lean = notes.leaning_on(part, session.uses, session.failing_parts - {part})
+        report.longrepr = f"{lean}\n{message}" if lean else message
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -61,7 +153,4 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     hidden = ", ".join(f"{p['id']} {p['hidden_checks']}" for p in info["parts"])
     total = sum(p["hidden_checks"] for p in info["parts"])
     terminalreporter.write_line("")
-    terminalreporter.write_line(
-        f"Self-check: {passed} public checks passed, {failed} failed. "
-        f"At grading {total} hidden checks also run ({hidden}); "
-        "a green self-check is not yet a full grade.")
+    terminalreporter.write_line("Self-check: " + notes.closing(passed, failed, f"{total} ({hidden})"))

@@ -301,7 +301,7 @@ def test_collect_never_follows_a_link(course, tmp_path):
     from autograder.nbgrader_plugins import SafeCollect
     from nbgrader.coursedir import CourseDirectory
     root = tmp_path / "exchange"
-    nbgrader_bridge.setup_exchange(course, str(tmp_path), str(root))
+    nbgrader_bridge.setup_exchange(course, str(tmp_path))      # the exchange is <folder>/exchange
     inbound = root / course.course_id / "inbound"
     solutions = course.source(course.assignment("attention"))
     stamp = "2026-12-01 10:00:00.000000 UTC"

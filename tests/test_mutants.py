@@ -1,14 +1,17 @@
-"""The mutation check of the hidden suites, for every graded part in course.yaml.
+"""The mutation check of the suites, for every graded part in course.yaml.
 
 For each part, ``tests/mutants/<part>.py`` lists realistic wrong implementations
 (``MISTAKES``) and differently written correct ones (``CORRECT``), each replacing
 whole solution cells of the reference. Every mistake must lose points in its part,
 every correct variant must earn full marks, and neither may touch another part.
+Every mistake the notebook warns about (``warned``) must fail a public check, so the
+self-check catches it; every mistake's first line at grading must name it; and
+docs/mistakes.md, the page of what a student sees for each, must be current.
 
 A submission's other parts are graded from a program in which this part's cells are
 the reference's (selfcheck/program.py), so "only that part" is checked exactly and
 cheaply: the program every other part runs must be identical to the reference's. The
-part itself is graded for real by ``grade_submission``, in a pool of two processes.
+part itself is graded for real (autograder/mistakes.py), in a pool of two processes.
 A further student per part has only that part written (every other part left as the
 stub) and must still get full marks in it: no double jeopardy.
 
@@ -16,18 +19,16 @@ Every case is graded with numpy's and math's comparisons patched in the student'
 process (``PATCH``): a verdict that were made there would turn mistakes into full marks.
 """
 
-import concurrent.futures as cf
-import dataclasses
-import multiprocessing
+import os
 
 import pytest
 
-from autograder import cohort, config
-from autograder.grading import grade_submission
+from autograder import cohort, config, mistakes
 from selfcheck.program import grade_id, program, read_notebook, source
 
 COURSE = config.load()
 PARTS = [(a, p) for a in COURSE.assignments for p in a.parts]
+
 PATCH = """
 import math as _math
 import numpy as _np
@@ -49,65 +50,27 @@ def _patched(nb, part):
     return nb
 
 
-def _only(course, assignment, part):
-    """The course seen as if ``assignment`` had this one part (grading the rest is not needed)."""
-    narrowed = dataclasses.replace(assignment, parts=[part])
-    return dataclasses.replace(course, assignments=[narrowed if a.id == assignment.id else a
-                                                    for a in course.assignments])
-
-
-def _grade(task):
-    course, assignment_id, student, path = task
-    record = grade_submission(course, assignment_id, student, path)
-    part = record["parts"][0]
-    result = {k: part[k] for k in ("part", "score", "max_score", "status", "reason")}
-    result["hidden"] = {c["name"] for c in part["checks"] if c["visibility"] == "hidden"}
-    result["failing"] = {c["name"] for c in part["checks"] if c["status"] != "passed"}
-    return result
-
-
-def _cases(assignment, part):
-    """(kind, name, cells) of the part: its mistakes, its correct variants, and 'only this part'."""
-    mistakes, correct = cohort.catalogue(COURSE, part.id)
-    cases = [("mistake", name, entry["cells"]) for name, entry in mistakes.items()]
-    cases += [("correct", name, entry.get("cells", entry)) for name, entry in correct.items()]
-    release = read_notebook(COURSE.release(assignment, assignment.notebook))
-    stubs = {grade_id(c): source(c) for c in release["cells"] if grade_id(c)}
-    others = [cell for other in assignment.parts if other.id != part.id for cell in other.cells]
-    cases.append(("correct", f"only-{part.id}-written", {cell: stubs[cell] for cell in others}))
-    cases.append(("stub", f"{part.id}-untouched", {cell: stubs[cell] for cell in part.cells}))
-    return cases
-
-
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, request):
-    folder = tmp_path_factory.mktemp("mutants")
-    tasks, meta = [], []
-    for assignment, part in PARTS:
-        narrowed = _only(COURSE, assignment, part)
-        for kind, name, cells in _cases(assignment, part):
-            student = f"{part.id}--{name}"
-            nb = _patched(cohort.solved(COURSE, assignment, cells), part)
-            path = cohort.write(nb, str(folder), student, assignment)
-            tasks.append((narrowed, assignment.id, student, path))
-            meta.append((assignment, part, kind, name, cells, path))
-    with cf.ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("fork")) as pool:
-        results = list(pool.map(_grade, tasks))
-    by_part = {}
-    for (assignment, part, kind, name, cells, path), result in zip(meta, results):
-        by_part.setdefault(part.id, []).append((assignment, kind, name, cells, path, result))
-    caught = sum(1 for rows in by_part.values() for _, kind, _, _, _, r in rows
-                 if kind == "mistake" and r["score"] < r["max_score"])
-    mistakes = sum(1 for rows in by_part.values() for row in rows if row[1] == "mistake")
-    passed = sum(1 for rows in by_part.values() for _, kind, _, _, _, r in rows
-                 if kind == "correct" and r["score"] == r["max_score"])
-    correct = sum(1 for rows in by_part.values() for row in rows if row[1] == "correct")
-    per_part = ", ".join(f"{p} {sum(1 for row in rows if row[1] == 'mistake')}"
-                         for p, rows in by_part.items())
+    by_part = mistakes.grade_catalogue(COURSE, tmp_path_factory.mktemp("mutants"), prepare=_patched)
+    rows = [row for part_rows in by_part.values() for row in part_rows]
+    caught = sum(1 for _, kind, *_, r in rows if kind == "mistake" and r["score"] < r["max_score"])
+    passed = sum(1 for _, kind, *_, r in rows if kind == "correct" and r["score"] == r["max_score"])
+    count = {kind: sum(1 for row in rows if row[1] == kind) for kind in ("mistake", "correct")}
+    per_part = ", ".join(f"{p} {sum(1 for row in part_rows if row[1] == 'mistake')}"
+                         for p, part_rows in by_part.items())
+    warned = []
+    for p, part_rows in by_part.items():
+        catches = [len(r["public_failing"]) for _, kind, _, entry, _, r in part_rows
+                   if kind == "mistake" and entry.get("warned")]
+        if catches:
+            warned.append(f"{p} {sum(1 for c in catches if c)}/{len(catches)} "
+                          f"({min(catches)}-{max(catches)} public checks each)")
     request.config._course_summary = getattr(request.config, "_course_summary", []) + [
-        f"mutation check: {caught} of {mistakes} mistakes caught, {passed} of {correct} correct "
-        f"solutions given full marks (mistakes per part: {per_part}); numpy's comparisons patched "
-        "in every student process"]
+        f"mutation check: {caught} of {count['mistake']} mistakes caught, {passed} of {count['correct']} correct "
+        f"solutions given full marks (mistakes per part: {per_part}); numpy's comparisons patched in every "
+        "student process",
+        "warned-about mistakes failing a public check: " + ", ".join(warned)]
     return by_part
 
 
@@ -122,7 +85,7 @@ def test_every_part_has_a_catalogue(assignment, part):
 @pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
 def test_mistakes_lose_points_in_their_part_and_correct_code_earns_full_marks(graded, assignment, part):
     problems = []
-    for _, kind, name, cells, _, result in graded[part.id]:
+    for _, kind, name, _, _, result in graded[part.id]:
         if kind == "mistake" and not result["score"] < result["max_score"]:
             problems.append(f"mistake {name!r} got full marks")
         if kind == "correct" and result["score"] != result["max_score"]:
@@ -136,9 +99,9 @@ def test_a_mistake_never_reaches_another_part(graded, assignment, part):
     """Every other part runs exactly the program it runs for the reference solution."""
     release = read_notebook(COURSE.release(assignment, assignment.notebook))
     solved = cohort.solved(COURSE, assignment)
-    for _, kind, name, cells, path, _ in graded[part.id]:
+    for _, kind, name, entry, path, _ in graded[part.id]:
         if kind == "mistake":
-            outside = set(cells) - set(part.cells)
+            outside = set(entry["cells"]) - set(part.cells)
             assert not outside, f"{name}: replaces cells of other parts: {sorted(outside)}"
         nb = read_notebook(path)
         for other in assignment.parts:
@@ -162,3 +125,26 @@ def test_every_hidden_check_can_fail(graded, assignment, part):
     assert hidden, f"{part.id}: no hidden checks ran"
     assert not hidden - stub["failing"], f"{part.id}: pass on the stub: {sorted(hidden - stub['failing'])}"
     assert not hidden - caught, f"{part.id}: no catalogued mistake fails {sorted(hidden - caught)}"
+
+
+@pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
+def test_the_self_check_catches_every_mistake_the_notebook_warns_about(graded, assignment, part):
+    silent = [name for _, kind, name, entry, _, r in graded[part.id]
+              if kind == "mistake" and entry.get("warned") and not r["public_failing"]]
+    assert not silent, f"{part.id}: warned about in the notebook, but every public check passes: {silent}"
+
+
+@pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
+def test_every_mistake_s_first_line_names_it(graded, assignment, part):
+    unnamed = [(name, r["reason"][:200]) for _, kind, name, _, _, r in graded[part.id]
+               if kind == "mistake" and not r["reason"].startswith("Likely mistake:")]
+    assert not unnamed, f"{part.id}: feedback that names no likely mistake: {unnamed}"
+
+
+def test_the_page_of_mistakes_is_current(graded):
+    path = os.path.join(COURSE.root, mistakes.PAGE)
+    fresh = mistakes.page(COURSE, graded)
+    with open(path) as fh:
+        committed = fh.read()
+    assert mistakes.comparable(committed) == mistakes.comparable(fresh), \
+        f"{mistakes.PAGE} is out of date: run `course mistakes` and commit it"

@@ -164,6 +164,6 @@ def test_nbgrader_validate_fails_the_stub_and_passes_the_solution(course, tmp_pa
             checks = [c for c in result.get("failed", []) if "check(" in c.get("source", "")]
             if student == "stub":
                 assert len(checks) == len(assignment.parts), (assignment.id, result)
-                assert "public checks failed" in checks[0]["error"]
+                assert "SelfCheckFailed" in checks[0]["error"]
             else:
                 assert result == {}, (assignment.id, result)

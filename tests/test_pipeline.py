@@ -251,13 +251,13 @@ def test_selfcheck_in_a_released_folder(course, release_copy):
         stub = _selfcheck(folder)
         assert stub.returncode != 0
         assert "not written yet" in stub.stdout
-        assert re.search(r"At grading \d+ hidden checks also run", stub.stdout)
+        assert re.search(r"At grading \d+ .* hidden checks also run", stub.stdout)
         cohort.write(cohort.solved(course, assignment), str(folder.parent), "s", assignment)
         solved_nb = folder.parent / "s" / assignment.id / assignment.notebook
         os.replace(solved_nb, folder / assignment.notebook)
         good = _selfcheck(folder)
         assert good.returncode == 0, good.stdout[-2000:]
-        assert "0 failed" in good.stdout
+        assert "only the unpredictable inputs are left" in good.stdout
 
 
 def test_course_check_exit_codes(course, tmp_path):

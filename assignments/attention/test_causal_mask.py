@@ -1,15 +1,18 @@
 """Public checks for part 2 (causal_mask, masked_softmax, softmax_then_mask, scale_experiment):
-properties, not answers.
+every number the notebook states and every rule it gives.
 
-Run them with `pytest` in this folder, or with the notebook's check cell.
+Run them with `pytest` in this folder, or with the notebook's check cell. The chapter's
+numbers come from selfcheck/chapter_numbers.json; a likely mistake is named only when
+your answer itself shows it.
 """
-
-import math
 
 import numpy as np
 
-from selfcheck.checks import close, that
+from selfcheck import scale_experiment as scale
+from selfcheck.chapter import get
+from selfcheck.checks import close, that, unchanged, weight
 
+MASK = get("attention.mask")
 SCORES = np.array([[0.3, -1.0, 2.2, 0.5, 1.1],
                    [1.4, 0.2, -0.7, 0.0, 2.5],
                    [-0.2, 0.9, 0.4, 1.6, -1.3],
@@ -21,81 +24,140 @@ def _lower(n):
     return np.arange(n)[:, None] >= np.arange(n)[None, :]
 
 
-def _softmax_rows(z):
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return e / e.sum(axis=-1, keepdims=True)
+def _masked_weights(student, scores, mask, what):
+    """masked_softmax's answer, judged by what any masked softmax must show: blocked weights are
+    exactly 0 and every row sums to 1; the likely mistake is read from how it fails."""
+    w = np.asarray(student.masked_softmax(scores, mask), dtype=float)
+    that(w.shape == np.shape(scores), f"{what}: the answer should have the shape of the scores, "
+                                      f"{np.shape(scores)}, got {w.shape}")
+    allowed = np.broadcast_to(mask, w.shape)
+    leak = np.abs(w[~allowed]).max() if (~allowed).any() else 0.0
+    causal = np.broadcast_to(_lower(w.shape[-1]), w.shape)
+    if leak > 0:
+        first = np.broadcast_to(np.reshape(allowed, (-1,) + allowed.shape[-2:])[0], w.shape)
+        hints = [(np.ndim(mask) > 2 and np.all(w[~first] == 0), "one mask (the first item's) was used for every "
+                  "item; a mask of the full shape gives each item its own (np.where broadcasts it)"),
+                 (np.all(w[~causal] == 0), "the mask argument was ignored (a causal mask was built inside): use "
+                                           "the `mask` you are given"),
+                 (True, "a blocked score set to 0 (or multiplied by the mask, or set to -1) still counts e^0 = 1 "
+                        "(or e^-1) in the softmax: set blocked scores to -inf")]
+        hint = next(text for condition, text in hints if condition)
+        that(False, f"{what}: blocked positions (mask False) must get weight 0, got up to {leak:.3g}. "
+                    f"Likely mistake: {hint}")
+    sums = w.sum(axis=-1)
+    close(sums, np.ones(sums.shape), f"{what}: the row sums",
+          mistakes=[("the softmax ran before the mask: zeroing weights afterwards throws their share away; "
+                     "set the blocked scores to -inf first, then take the softmax", sums)]
+          if np.all(sums < 1 + 1e-6) else [])
+    return w
 
 
 def test_causal_mask_shape_and_type(student):
     """causal_mask(5) is a 5 x 5 array of booleans"""
     m = np.asarray(student.causal_mask(5))
-    that(m.shape == (5, 5), f"causal_mask(5) should have shape (5, 5), got {m.shape}")
-    that(m.dtype == bool, f"causal_mask(5) should hold booleans (dtype bool), got dtype {m.dtype}; "
-                          "np.ones(..., dtype=bool) or a comparison gives booleans")
+    that(m.shape == (5, 5), f"causal_mask(5) should have shape (5, 5), got {m.shape}"
+         + (". Likely mistake: the answer does not depend on n: the chapter's mask is written in, not computed"
+            if m.shape == (4, 4) else ""))
+    that(m.dtype == bool, f"causal_mask(5) should hold booleans (dtype bool), got dtype {m.dtype}. Likely "
+                          "mistake: np.tril(np.ones((n, n))) holds floats; np.ones(..., dtype=bool) or a "
+                          "comparison gives booleans")
 
 
 def test_causal_mask_first_and_last_rows(student):
     """the first position sees only itself; the last sees every position"""
     m = np.asarray(student.causal_mask(6)).astype(bool)
+    hints = [(not m[0, 0], "the diagonal is missing: a position may see itself (j <= i, not j < i)"),
+             (m[0, 1] and not m[0, 2:].any(), "the mask is off by one: it lets position i see i + 1"),
+             (m[0].all() and not m[-1, :-1].any(), "the mask is transposed: True marks what a position may "
+                                                  "see, the past, j <= i (np.tril, not np.triu)"),
+             (m[0, 1:].any(), "True marks what a position may see: the past, j <= i")]
+    hint = next((text for condition, text in hints if condition), None)
     that(m[0].tolist() == [True] + [False] * 5,
          f"row 0 of causal_mask(6) should be [True, False, False, False, False, False], got {m[0].tolist()}"
-         + (" (the diagonal counts: a position may see itself)" if not m[0, 0] else "")
-         + (" (True marks what a position may see: the past, j <= i)" if m[0, 1:].any() else ""))
-    that(m[-1].all(), f"the last row of causal_mask(6) should be all True, got {m[-1].tolist()}")
+         + (f". Likely mistake: {hint}" if hint else ""))
+    that(m[-1].all(), f"the last row of causal_mask(6) should be all True, got {m[-1].tolist()}"
+         + (f". Likely mistake: {hint}" if hint else ""))
 
 
 def test_masked_softmax_rows_sum_to_one(student):
     """masked_softmax of a 5 x 5 example with a causal mask: rows sum to 1, blocked weights are 0"""
-    mask = _lower(5)
-    got = student.masked_softmax(SCORES, mask)
-    wrong = (_softmax_rows(SCORES) * mask).sum(axis=-1)
-    close(np.sum(got, axis=-1), np.ones(5), "the row sums of masked_softmax",
-          mistakes=[("the softmax ran before the mask: zeroing weights afterwards throws their share "
-                     "away; set blocked scores to -inf first", wrong)])
-    w = np.asarray(got, dtype=float)
-    that(np.all(np.abs(w[~mask]) < 1e-12),
-         f"blocked positions (mask False) must get weight 0, got up to {np.abs(w[~mask]).max():.3g}. "
-         "A blocked score set to 0 (or -1) still counts e^0 = 1 (or e^-1) in the softmax: use -inf")
+    _masked_weights(student, SCORES, _lower(5), "masked_softmax of a 5 x 5 example")
+
+
+@weight(2)
+def test_chapter_masked_softmax(student):
+    """'the dog barked loudly': 'the' keeps weight 1, 'dog' splits 0.1824 / 0.8176, every row sums to 1"""
+    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
+    w = _masked_weights(student, S, mask, "masked_softmax of 'the dog barked loudly'")
+    close(w, MASK["masked_softmax"], "masked_softmax of 'the dog barked loudly'", source="the notebook's table")
 
 
 def test_masked_softmax_keeps_a_batch_shape(student):
     """masked_softmax of a batch of shape (2, 3, 4, 4) with one (4, 4) mask keeps the shape"""
     z = np.arange(2 * 3 * 4 * 4, dtype=float).reshape(2, 3, 4, 4) % 7 / 3
-    got = np.asarray(student.masked_softmax(z, _lower(4)), dtype=float)
-    that(got.shape == z.shape, f"masked_softmax of shape {z.shape} should keep it, got {got.shape}")
-    close(got.sum(axis=-1), np.ones((2, 3, 4)), "the row sums of the batch",
-          mistakes=[("the softmax ran before the mask: set blocked scores to -inf first",
-                     (_softmax_rows(z) * _lower(4)).sum(axis=-1))])
+    _masked_weights(student, z, _lower(4), "masked_softmax of a batch of shape (2, 3, 4, 4)")
 
 
-def test_softmax_then_mask_loses_weight(student):
-    """softmax_then_mask: the first row keeps less than all of its weight, the last row all of it"""
-    weights, sums = student.softmax_then_mask(SCORES, _lower(5))
-    weights, sums = np.asarray(weights, dtype=float), np.asarray(sums, dtype=float)
-    that(weights.shape == (5, 5) and sums.shape == (5,),
-         f"expected weights of shape (5, 5) and row sums of shape (5,), got {weights.shape} and {sums.shape}")
-    close(sums, weights.sum(axis=-1), "row_sums against the sums of the returned weights' rows")
-    that(sums[0] < 1 - 1e-6, f"row 0 keeps only its own weight and should sum to less than 1, got {sums[0]:.4f}; "
-                             "this is the wrong order on purpose: softmax first, then zero")
-    close(sums[-1], 1.0, "the last row's sum (nothing is blocked there)")
+def test_masked_softmax_uses_the_mask_it_is_given(student):
+    """masks that are not causal, one for all and one per item of a batch: blocked weights are 0"""
+    ends = np.zeros((5, 5), dtype=bool)
+    ends[:, [0, -1]] = True             # every row sees the first and the last position
+    _masked_weights(student, SCORES, ends, "masked_softmax with a mask that is not causal")
+    per_item = np.stack([_lower(5), ends])
+    _masked_weights(student, np.stack([SCORES, SCORES]), per_item,
+                    "masked_softmax of a batch of 2 with a mask per item, shape (2, 5, 5)")
 
 
-def test_scale_experiment_result(student):
-    """scale_experiment([4, 256], trials=50): five columns, raw entropy falls, scaled entropy stays up"""
-    result = student.scale_experiment([4, 256], trials=50, seed=1)
-    that(isinstance(result, dict), f"scale_experiment should return a dict, got {type(result).__name__}")
-    keys = ["d_k", "sd", "entropy_raw", "entropy_scaled", "max_alpha_raw"]
-    missing = [k for k in keys if k not in result]
-    that(not missing, f"the result has no {', '.join(map(repr, missing))} (keys expected: {', '.join(keys)})")
-    for key in keys:
-        that(np.shape(result[key]) == (2,), f"result[{key!r}] should hold one number per d (shape (2,)), "
-                                            f"got shape {np.shape(result[key])}")
-    close(result["d_k"], [4, 256], "result['d_k']")
-    for key in ("entropy_raw", "entropy_scaled"):
-        values = np.asarray(result[key], dtype=float)
-        that(np.all((values >= 0) & (values <= math.log2(8) + 1e-9)),
-             f"result[{key!r}] should lie between 0 and log2(8) = 3 bits, got {values.round(4).tolist()}")
-    raw, scaled = np.asarray(result["entropy_raw"]), np.asarray(result["entropy_scaled"])
-    that(raw[1] < raw[0], f"the raw entropy should fall as d_k grows, got {raw.round(4).tolist()}")
-    that(scaled[1] > 2.0, f"the scaled entropy at d_k = 256 should stay near 2.5 bits, got {scaled[1]:.4f}"
-                          " (are the scores divided by sqrt(d_k)?)")
+def test_inputs_left_alone(student):
+    """masked_softmax and softmax_then_mask change neither the scores nor the mask ("leave `scores` as it was")"""
+    unchanged(student, "masked_softmax", SCORES.copy(), _lower(5), what="masked_softmax")
+    unchanged(student, "softmax_then_mask", SCORES.copy(), _lower(5), what="softmax_then_mask")
+
+
+@weight(2)
+def test_chapter_softmax_then_mask(student):
+    """softmax_then_mask of 'the dog barked loudly': row sums 0.4551, 0.6742, 0.8122 and 1.0000"""
+    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
+    result = student.softmax_then_mask(S, mask)
+    that(isinstance(result, (tuple, list)) and len(result) == 2,
+         "softmax_then_mask should return the pair (weights, row_sums)")
+    weights, sums = result
+    wrong = np.array(MASK["wrong_order"])
+    close(weights, wrong, "the wrong order's weights for 'the dog barked loudly'", source="chapter, step 4",
+          mistakes=[("that is the right order (mask, then softmax); this function shows the wrong one: softmax "
+                     "over the whole row, then zero the blocked weights", MASK["masked_softmax"]),
+                    ("the blocked weights were not zeroed", MASK["unmasked_softmax"])])
+    close(sums, MASK["wrong_order_row_sums"], "the wrong order's row sums", source="the notebook",
+          mistakes=[("the sums ran down the columns; row_sums[i] is the sum of row i", wrong.sum(axis=0))])
+
+
+@weight(2)
+def test_scale_experiment_shows_the_chapter_s_facts(student):
+    """scale_experiment([4, 64, 1024], seed=0): raw entropy 1.78 -> 0.13 bits, scaled near 2.48, top weight 0.96"""
+    r = scale.columns(student.scale_experiment([4, 64, 1024], trials=200, seed=0), 3)
+    close(r["d_k"], [4, 64, 1024], "result['d_k'] (one entry per d, in the order given)")
+    scale.entropy(r)
+    scale.largest_weight(r)
+
+
+def test_scale_experiment_spread(student):
+    """the spread of q.k grows like sqrt(d_k): about 0.9 sqrt(d_k)"""
+    r = scale.columns(student.scale_experiment([64, 256], trials=300, seed=0), 2)
+    scale.spread(r, [64, 256])
+
+
+def test_scale_experiment_seed(student):
+    """one generator from `seed`: the same seed gives the same numbers, another seed others"""
+    first, again, other = (scale.columns(student.scale_experiment([8, 32], trials=30, seed=s), 2) for s in (0, 0, 1))
+    that(all(np.array_equal(first[k], again[k]) for k in scale.COLUMNS),
+         "two runs with the same seed gave different numbers. Likely mistake: the generator ignores "
+         "`seed`; make it with np.random.default_rng(seed)")
+    that(not np.array_equal(first["entropy_raw"], other["entropy_raw"]),
+         "two different seeds gave the same numbers. Likely mistake: the generator's seed is fixed; "
+         "make it with np.random.default_rng(seed)")
+
+
+def test_scale_experiment_n_keys(student):
+    """n_keys keys per trial: with 2 keys the entropy is at most 1 bit"""
+    r = scale.columns(student.scale_experiment([16], n_keys=2, trials=50, seed=0), 1)
+    scale.at_most_log2(float(r["entropy_scaled"][0]), 2, "mean scaled entropy over 2 keys at d_k = 16")

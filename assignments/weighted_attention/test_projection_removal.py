@@ -1,16 +1,19 @@
-"""Public checks for the weighted-attention layer (part projection_removal): properties, not answers.
+"""Public checks for the weighted-attention layer (part projection_removal): every number the
+notebook states and every rule it gives.
 
 Run them with `pytest` in this folder, or with the notebook's check cell. They
 build your WeightedAttention through a probe (selfcheck/probes/projection_removal.py)
-and need no corpus.
+and need no corpus. A likely mistake is named only when your layer's answer shows it.
 """
 
 import numpy as np
 
-from selfcheck.checks import close, equal, that
+from selfcheck.checks import close, equal, implied_scale, scale_mistake, that, weight
 
 E = 8
 KINDS = [(), ("query",), ("key",), ("value",), ("query", "key", "value")]
+CHAPTER_MODEL = {(): 109_889, ("query",): 101_569, ("key",): 101_569, ("value",): 101_569,
+                 ("query", "key", "value"): 84_929}     # vocabulary 65, E = 64, two blocks: the notebook's counts
 
 
 def _weights(rng, width=E):
@@ -58,8 +61,69 @@ def test_gradients_reach_every_parameter(student):
     x = rng.normal(size=(1, 3, 4))
     grads = student.probe("projection_removal", "gradients", 4, (), _weights(rng, 4), x, rng.normal(size=(1, 3, 4)))
     none = [key for key, g in grads.items() if g is None]
-    that(not none, "no gradient reached " + ", ".join(none) +
-         ": every kept projection must take part in the output (is `out` applied last?), and the forward "
-         "pass must use Tensor operations (@, .transpose, *, the mask and softmax layers), not numpy on .data")
+    cut = sorted(none) == ["out.bias", "out.weight"]
+    that(not none, "no gradient reached " + ", ".join(none) + ". Likely mistake: " +
+         ("`out` is not applied last" if cut else "the forward pass left the framework (numpy on .data, or a "
+          "Tensor made from a numpy array), which cuts the graph; use Tensor operations (@, .transpose, *, the "
+          "mask and softmax layers)"))
     for key, g in grads.items():
         that(np.abs(np.asarray(g)).max() > 0, f"the gradient of {key} is zero everywhere")
+
+
+@weight(2)
+def test_parameter_counts_of_the_chapter_model(student):
+    """the chapter's model has 109,889 parameters, 101,569 without one projection, 84,929 without all three"""
+    for remove, expected in CHAPTER_MODEL.items():
+        equal(student.probe("projection_removal", "model_parameters", 65, 64, remove), expected,
+              f"parameters of GPT(65, WeightedAttention, remove={remove})", source="the notebook",
+              mistakes=[("removed but parameters kept: the removed projection's Linear is still in the model "
+                         "(set the attribute to None so its parameters are gone)", CHAPTER_MODEL[()])]
+              if remove else [])
+
+
+def test_a_removed_projection_is_x_itself(student):
+    """with a projection removed, the layer equals your full layer with that projection's weight = I and bias = 0"""
+    rng = np.random.default_rng(3)
+    weights, x = _weights(rng), rng.normal(size=(1, 5, E))
+    full = np.asarray(student.probe("projection_removal", "forward", E, (), weights, x))
+    for removed in ("query", "key", "value"):
+        identity = dict(weights, **{removed: (np.eye(E), np.zeros(E))})
+        zeros = dict(weights, **{removed: (np.zeros((E, E)), np.zeros(E))})
+        close(student.probe("projection_removal", "forward", E, (removed,), weights, x),
+              student.probe("projection_removal", "forward", E, (), identity, x),
+              f"WeightedAttention(8, remove=('{removed}',)) against your full layer with {removed} = identity",
+              mistakes=[(f"the {removed} projection was still applied although it was removed", full),
+                        ("zeros (or nothing) were used in place of the removed projection, not x itself",
+                         student.probe("projection_removal", "forward", E, (), zeros, x))])
+
+
+def test_attention_weights_read_back(student):
+    """softmax(mask(q k^T / sqrt(E))) over the keys: the weights, read back through identity values and output"""
+    width, tokens, rng = 6, 4, np.random.default_rng(4)
+    weights = _weights(rng, width)
+    weights.update({p: (np.eye(width), np.zeros(width)) for p in ("value", "out")})
+    x = rng.normal(size=(1, tokens, width))
+    out = np.asarray(student.probe("projection_removal", "forward", width, (), weights, x), dtype=float)
+    that(out.shape == x.shape, f"the output should have the shape of x, {x.shape}, got {out.shape}")
+    # with the value and output projections the identity, output row i is sum_j A[i, j] x_j
+    A = out[0] @ np.linalg.pinv(x[0])
+    q, k = (x[0] @ weights[p][0] + weights[p][1] for p in ("query", "key"))
+    blocked = A[np.triu_indices(tokens, k=1)]
+    hint = ("the mask was applied after the softmax, so rows no longer sum to 1"
+            if np.allclose(blocked, 0, atol=1e-5) else
+            "the mask ran after the softmax: it wrote its fill value into the weights" if np.all(blocked < -1e8) else
+            "the future is not blocked before the softmax")
+    that(np.allclose(blocked, 0, atol=1e-5) and np.allclose(A.sum(axis=-1), 1, atol=1e-5),
+         f"the attention weights (read back from the output) should be 0 above the diagonal and sum to 1 in "
+         f"every row; yours have rows summing to {np.round(A.sum(axis=-1), 4).tolist()} and up to "
+         f"{np.abs(blocked).max():.3g} above the diagonal. Likely mistake: {hint}")
+    found = implied_scale(A, q @ k.T)
+    if found is None:
+        transposed = implied_scale(A, k @ q.T) is not None
+        that(False, "the attention weights (read back from the output) are not softmax(q k^T / sqrt(E)) along "
+                    "each row. Likely mistake: " + ("the scores were k q^T (transposed): row i must hold q_i . k_j"
+                                                   if transposed else "the softmax did not run over the keys "
+                                                                      "(the last axis)"))
+    mistake = scale_mistake(A, q @ k.T, width, "E", number_of_tokens=tokens, chapter_width=64)
+    that(mistake is None, f"the attention weights (read back from the output) imply scores divided by "
+                          f"{found:.4g}, expected sqrt(E) = sqrt(6) = 2.449. Likely mistake: {mistake}")

@@ -1,34 +1,62 @@
-"""Public checks for part 1 (softmax, entropy_bits, attend): properties, not answers.
+"""Public checks for part 1 (softmax, entropy_bits, attend): every number the notebook states
+and every rule it gives. Run them with `pytest` in this folder, or with the notebook's check cell.
 
-Run them with `pytest` in this folder, or with the notebook's check cell.
+The chapter's numbers come from selfcheck/chapter_numbers.json; a likely mistake is
+named only when your answer itself shows it.
 """
 
 import math
 
 import numpy as np
+import pytest
 
-from selfcheck.checks import close, that
+from selfcheck.chapter import get
+from selfcheck.checks import close, scale_mistake, that, unchanged, weight
+
+ONE = get("attention.one_query")
+SELECT = get("attention.select")
+
+
+def _axis_mistakes(p, axis):
+    """What the sums of a softmax along the wrong axis (or over everything) look like."""
+    p = np.asarray(p, dtype=float)
+    found = [("the sum ran over the whole array, not along `axis`", np.full(p.sum(axis=axis).shape, p.sum()))]
+    if p.ndim > 1:
+        other = 0 if axis in (-1, p.ndim - 1) else -1
+        if np.allclose(p.sum(axis=other), 1.0):
+            found.append((f"the softmax normalised along axis {other}, not along `axis` (use it for the max "
+                          "and the sum, with keepdims=True)", p.sum(axis=axis)))
+    return found
 
 
 def test_softmax_rows_sum_to_one(student):
     """softmax of a 3 x 5 array: every row sums to 1 and every weight is in [0, 1]"""
     z = np.array([[1.0, 2.0, 3.0, 4.0, 5.0], [0.5, 0.5, 0.5, 0.5, 0.5], [-3.0, 0.0, 3.0, 1.0, 2.0]])
-    close(np.sum(student.softmax(z), axis=-1), np.ones(3), "softmax(z).sum(axis=-1) for a 3 x 5 z")
     p = np.asarray(student.softmax(z), dtype=float)
+    that(p.shape == z.shape, f"softmax of a 3 x 5 array should have shape (3, 5), got {p.shape}")
+    close(p.sum(axis=-1), np.ones(3), "softmax(z).sum(axis=-1) for a 3 x 5 z", mistakes=_axis_mistakes(p, -1))
     that(((p >= 0) & (p <= 1)).all(), f"softmax weights must lie in [0, 1], got {p.min():.3g} .. {p.max():.3g}")
+
+
+def test_softmax_axis(student):
+    """softmax(z, axis=0) normalises columns; the shape never changes"""
+    z = np.arange(12.0).reshape(3, 4) / 5
+    p = np.asarray(student.softmax(z, axis=0), dtype=float)
+    that(p.shape == z.shape, f"softmax(z, axis=0) of a 3 x 4 array should keep its shape, got {p.shape}")
+    close(p.sum(axis=0), np.ones(4), "softmax(z, axis=0).sum(axis=0) for a 3 x 4 z", mistakes=_axis_mistakes(p, 0))
 
 
 def test_softmax_shift_invariance(student):
     """softmax(z + 100) equals softmax(z): adding a constant to every score changes nothing"""
     z = np.array([0.3, -1.2, 2.0, 0.0])
-    close(student.softmax(z + 100.0), student.softmax(z), "softmax(z + 100) against softmax(z)")
+    close(student.softmax(z + 100.0), student.softmax(z), "softmax(z + 100) against softmax(z)", scale=102)
 
 
 def test_softmax_large_scores(student):
     """scores in the thousands give finite weights (subtract the maximum before exp)"""
     got = student.softmax(np.array([1000.0, 1001.0, 1002.0]))
-    ref = np.exp([-2.0, -1.0, 0.0]) / np.exp([-2.0, -1.0, 0.0]).sum()
-    close(got, ref, "softmax([1000, 1001, 1002])",
+    e = np.exp([-2.0, -1.0, 0.0])
+    close(got, e / e.sum(), "softmax([1000, 1001, 1002])", scale=1002,
           mistakes=[("computing exp(z) before subtracting the maximum overflows to inf, and inf/inf is nan",
                      np.full(3, np.nan))])
 
@@ -39,17 +67,18 @@ def test_softmax_minus_inf_is_exactly_zero(student):
     that(p.shape == (3,) and p[1] == 0.0, f"softmax([1, -inf, 2])[1] should be exactly 0, got {p[1:2]}")
 
 
-def test_softmax_axis(student):
-    """softmax(z, axis=0) normalises columns; the shape never changes"""
-    z = np.arange(12.0).reshape(3, 4) / 5
-    got = student.softmax(z, axis=0)
-    close(np.asarray(got).sum(axis=0), np.ones(4), "softmax(z, axis=0).sum(axis=0) for a 3 x 4 z")
+def test_softmax_and_entropy_leave_their_input_alone(student):
+    """softmax and entropy_bits do not change the array they are given"""
+    unchanged(student, "softmax", np.array([[2.0, 0.5, -1.0], [0.0, 3.0, 1.0]]), what="softmax")
+    unchanged(student, "entropy_bits", np.array([0.5, 0.0, 0.25, 0.25]), what="entropy_bits")
 
 
 def test_entropy_extremes(student):
     """entropy_bits: 2 bits for four equal weights, 0 bits for a one-hot vector"""
     close(student.entropy_bits(np.full(4, 0.25)), 2.0, "entropy_bits([.25, .25, .25, .25])",
-          mistakes=[("natural log instead of log2 (that is nats, not bits)", math.log(4))])
+          mistakes=[("natural log instead of log2 (that is nats, not bits)", math.log(4)),
+                    ("entropy_bits returns one number, the sum of -p log2 p over the entries", np.full(4, 0.5)),
+                    ("log10 instead of log2", math.log10(4)), ("the minus sign is missing", -2.0)])
     close(student.entropy_bits(np.array([0.0, 1.0, 0.0])), 0.0, "entropy_bits([0, 1, 0])",
           mistakes=[("0 * log(0) is nan: leave the zero weights out", np.nan)])
 
@@ -58,6 +87,47 @@ def test_attend_shapes(student):
     """attend(q, K, V) with 5 keys of width 3 and values of width 2: alpha has 5 weights summing to 1, output 2 numbers"""
     rng = np.random.default_rng(1)
     alpha, output = student.attend(rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=(5, 2)))
-    that(np.shape(alpha) == (5,), f"alpha should have shape (5,), got {np.shape(alpha)}")
-    that(np.shape(output) == (2,), f"output should have shape (2,), got {np.shape(output)}")
+    hints = [(np.shape(alpha) == (2,) and np.shape(output) == (5,), "the pair is (alpha, output), in that order"),
+             (np.shape(alpha) == (3,) and np.allclose(alpha, ONE["alpha"]), "the answer does not depend on the "
+              "input: the chapter's numbers are written in, not computed"),
+             (np.shape(output) == (3,), "the output mixes the keys (alpha @ K), not the values (alpha @ V)")]
+    hint = next((f". Likely mistake: {text}" for condition, text in hints if condition), "")
+    that(np.shape(alpha) == (5,), f"alpha should have shape (5,) (one weight per key), got {np.shape(alpha)}{hint}")
+    that(np.shape(output) == (2,), f"output should have shape (2,) (the width of the values), got "
+                                   f"{np.shape(output)}{hint}")
     close(np.sum(alpha), 1.0, "sum of alpha")
+
+
+def test_attend_leaves_its_inputs_alone(student):
+    """attend does not change q, K or V"""
+    rng = np.random.default_rng(7)
+    unchanged(student, "attend", rng.normal(size=3), rng.normal(size=(4, 3)), rng.normal(size=(4, 2)),
+              what="attend")
+
+
+def _check_query(student, q, K, V, chapter, name, source):
+    alpha, output = student.attend(np.array(q), np.array(K), np.array(V))
+    raw = np.array(K) @ np.array(q)
+    mistake = scale_mistake(alpha, raw, len(q), n_keys=len(K))
+    close(alpha, chapter["alpha"], f"alpha for {name}", source=source,
+          mistakes=[(mistake, alpha)] if mistake else [])
+    close(output, chapter["output"], f"output for {name}", source=source,
+          mistakes=[("the output should be alpha @ V (weights times values), not V @ alpha",
+                     np.array(V) @ np.array(chapter["alpha"]))])
+    close(student.entropy_bits(np.array(chapter["alpha"])), chapter["entropy_bits"], f"entropy of alpha for {name}",
+          source=source, mistakes=[("natural log instead of log2: that is nats", chapter["entropy_bits"] * math.log(2)),
+                                   ("log10 instead of log2", chapter["entropy_bits"] * math.log10(2))])
+
+
+@weight(3)
+def test_chapter_one_query(student):
+    """the chapter's query 'who' against 'is', 'the', 'best': weights 0.3369, 0.3019, 0.3611, entropy 1.5811 bits"""
+    _check_query(student, ONE["query"], ONE["keys"], ONE["values"], ONE, "the query 'who'", "the notebook's table")
+
+
+@pytest.mark.parametrize("case", range(3), ids=["animal", "verb", "undecided"])
+def test_chapter_selecting_queries(student, case):
+    """the chapter's selecting queries (animal, verb, undecided): the animal query puts 85% of its weight on 'dog'"""
+    query = SELECT["queries"][case]
+    _check_query(student, query["query"], SELECT["keys"], SELECT["values"], query, query["name"],
+                 "the chapter's selecting queries")

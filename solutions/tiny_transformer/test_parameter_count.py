@@ -1,11 +1,20 @@
-"""Public checks for part 2 (transformer_parameters): properties, not answers.
+"""Public checks for part 2 (transformer_parameters): every count the notebook states and every
+rule it gives.
 
-Run them with `pytest` in this folder, or with the notebook's check cell.
+Run them with `pytest` in this folder, or with the notebook's check cell. The chapter's
+numbers come from selfcheck/chapter_numbers.json; a likely mistake is named from how
+your counts differ from the stated ones.
 """
 
-from selfcheck.checks import that
+from selfcheck.chapter import get
+from selfcheck.checks import equal, that, weight
 
 KEYS = ("attention", "feed_forward", "layer_norms", "per_layer", "embeddings", "total")
+ATT = get("attention.params_attention_chapter")
+TINY = get("tiny_transformer.params")
+GPT2_SMALL = next(m for m in get("tiny_transformer.scaling_table.models") if m["model"] == "GPT-2 small")
+CONVENTIONS = get("parameter_conventions")
+GPT2_RELEASED = 124_439_808      # the released GPT-2 small (the notebook states it)
 
 
 def _count(student, *args, **kwargs):
@@ -14,6 +23,36 @@ def _count(student, *args, **kwargs):
     missing = [k for k in KEYS if k not in counts]
     that(not missing, f"the dict should have the keys {', '.join(KEYS)}; missing: {', '.join(missing)}")
     return counts
+
+
+def _hints(d, d_ff, vocab, n_layers, right):
+    """key -> [(mistake, the count it gives)], from the stated rules of the notebook."""
+    attention, ffn, norms = (right.get(key, 0) for key in ("attention", "feed_forward", "layer_norms"))
+    return {
+        "attention": [("the output projection W_O (d_model x d_model) was left out", attention - d * d)],
+        "feed_forward": [("the feed-forward biases (d_ff + d_model) were left out", ffn - d_ff - d),
+                         ("the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
+                          ffn - d + d_ff)],
+        "layer_norms": [("the layer norms were counted as 2 x d_model per block: a block has two norms (before "
+                         "attention and before the feed-forward layer), each with a gain and a shift of d_model",
+                         norms // 2),
+                        ("each layer norm was counted as 2 numbers; its gain and shift are vectors of d_model",
+                         4 if norms else -1)],
+        "total": [("the output layer was counted although it is tied to the token table (tied_unembedding=True)",
+                   right["total"] + vocab * d),
+                  ("the final layer norm was counted although final_norm=False", right["total"] + 2 * d),
+                  ("the layer norms were counted as 2 x d_model per block: a block has two norms, each with a "
+                   "gain and a shift of d_model", right["total"] - n_layers * norms // 2)],
+    }
+
+
+def _check(student, args, kwargs, expected, what, source):
+    got = _count(student, *args, **kwargs)
+    vocab, d, n_layers, _, d_ff = args
+    hints = _hints(d, d_ff, vocab, n_layers, expected)
+    for key in KEYS:
+        if key in expected:
+            equal(got[key], expected[key], f"{what}: {key}", source=source, mistakes=hints.get(key, []))
 
 
 def test_keys_and_whole_numbers(student):
@@ -36,7 +75,9 @@ def test_heads_change_nothing(student):
     """splitting d_model = 16 into 1, 2, 4, 8 or 16 heads gives the same counts"""
     totals = {h: _count(student, 100, 16, 2, h, 64)["total"] for h in (1, 2, 4, 8, 16)}
     that(len(set(totals.values())) == 1,
-         f"the total should not depend on the number of heads (h x d_k = d_model), got {totals}")
+         f"the total should not depend on the number of heads (h x d_k = d_model), got {totals}. Likely "
+         "mistake: the attention count grows with the number of heads; all heads together have "
+         "3 x d_model x d_model")
 
 
 def test_without_layer_norms(student):
@@ -54,3 +95,74 @@ def test_more_layers_cost_more(student):
     three = _count(student, 100, 16, 3, 4, 64)
     that(three["total"] - two["total"] == two["per_layer"],
          f"a third block should add per_layer = {two['per_layer']}, added {three['total'] - two['total']}")
+
+
+def test_an_untied_output_layer(student):
+    """tied_unembedding=False adds one d_model x vocab matrix to the total, and nothing to the embeddings"""
+    tied = _count(student, 1000, 64, 2, 4, 256)
+    untied = _count(student, 1000, 64, 2, 4, 256, tied_unembedding=False)
+    equal(untied["embeddings"], tied["embeddings"], "embeddings with an untied output layer (vocab 1,000, "
+          "d_model 64)", mistakes=[("the output layer was put into `embeddings`; they are the token and position "
+                                    "tables only", tied["embeddings"] + 64_000)])
+    equal(untied["total"] - tied["total"], 64_000, "total untied minus total tied (vocab 1,000, d_model 64)",
+          mistakes=[("the untied output layer was counted twice", 128_000)])
+
+
+@weight(3)
+def test_attention_chapter_model(student):
+    """the attention chapter's six-layer model (vocab 50,000, d_model 512, 8 heads, d_ff 2,048): 44,502,016"""
+    expected = {"attention": ATT["attn"], "feed_forward": ATT["ffn"], "layer_norms": ATT["layer_norms"],
+                "per_layer": ATT["one_layer"], "embeddings": ATT["embeddings"], "total": ATT["total"]}
+    _check(student, (ATT["V"], ATT["D"], ATT["L"], ATT["h"], ATT["H"]), {}, expected,
+           "the attention chapter's model", "the notebook")
+
+
+@weight(2)
+def test_tiny_model(student):
+    """the tiny model without layer norms: 172"""
+    expected = {"attention": TINY["attn"], "feed_forward": TINY["ffn"], "layer_norms": 0,
+                "embeddings": TINY["embedding_tied"], "total": TINY["total"]}
+    _check(student, (8, 4, 1, 2, 8), {"layer_norm": False}, expected, "the tiny model", "the notebook")
+
+
+@weight(2)
+def test_gpt2_small_in_the_table(student):
+    """GPT-2 small without layer norms, as in the chapter's table: 123,578,112"""
+    m = GPT2_SMALL
+    _check(student, (m["vocab"], m["d_model"], m["layers"], m["heads"], m["d_ff"]), {"layer_norm": False},
+           {"per_layer": m["block"], "embeddings": m["embeddings"], "total": m["total"]},
+           "GPT-2 small in the table", "the notebook")
+
+
+def test_each_convention_on_the_other_s_model(student):
+    """188 for the tiny model with layer norms, 44,489,728 for the six-layer model without"""
+    equal(_count(student, 8, 4, 1, 2, 8)["total"], CONVENTIONS["tiny_model"]["attention_py_rule"],
+          "the tiny model with layer norms: total", source="the notebook",
+          mistakes=[("the layer norms were counted as 2 x d_model per block: a block has two norms, each with a "
+                     "gain and a shift of d_model", TINY["total"] + 8)])
+    equal(_count(student, ATT["V"], ATT["D"], ATT["L"], ATT["h"], ATT["H"], layer_norm=False)["total"],
+          CONVENTIONS["attention_chapter_model"]["tiny_transformer_py_rule"],
+          "the six-layer model without layer norms: total", source="the notebook")
+
+
+@weight(3)
+def test_gpt2_small_for_real(student):
+    """GPT-2 small with every part it really has (Q/K/V and W_O biases, final norm, 1,024 learned positions): 124,439,808"""
+    d, vocab, layers = 768, 50257, 12
+    got = _count(student, vocab, d, layers, 12, 3072, qkv_bias=True, out_bias=True, context=1024, final_norm=True)
+    equal(got["attention"], 4 * d * d + 4 * d, "GPT-2 small: attention of one block, biases included",
+          source="the notebook's rules",
+          mistakes=[("the query/key/value biases were counted once (d_model); there are three (3 x d_model)",
+                     4 * d * d + 2 * d),
+                    ("a bias was counted per head: the heads' biases side by side are d_model long",
+                     4 * d * d + 3 * 12 * d + d),
+                    ("the switches qkv_bias and out_bias were ignored", 4 * d * d)])
+    equal(got["embeddings"], (vocab + 1024) * d, "GPT-2 small: embeddings (tokens and 1,024 positions)",
+          source="the notebook's rules",
+          mistakes=[("the learned position table (context x d_model) was left out", vocab * d)])
+    equal(got["total"], GPT2_RELEASED, "GPT-2 small, every part switched on: total", source="the released model",
+          mistakes=[("the final layer norm was counted once per block; there is one, after the last block",
+                     GPT2_RELEASED + (layers - 1) * 2 * d),
+                    ("the position table was counted once per block; there is one, at the input",
+                     GPT2_RELEASED + (layers - 1) * 1024 * d),
+                    ("the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d)])

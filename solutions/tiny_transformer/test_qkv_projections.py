@@ -1,15 +1,44 @@
-"""Public checks for part 1 (project_qkv, causal_attention, multi_head_attention): properties, not answers.
+"""Public checks for part 1 (project_qkv, causal_attention, multi_head_attention): every number
+the notebook states and every rule it gives.
 
-Run them with `pytest` in this folder, or with the notebook's check cell.
+Run them with `pytest` in this folder, or with the notebook's check cell. The chapter's
+numbers come from selfcheck/chapter_numbers.json; a likely mistake is named only when
+your answer itself shows it.
 """
 
 import numpy as np
+import pytest
 
-from selfcheck.checks import close, that
+from selfcheck.chapter import get
+from selfcheck.checks import close, implied_scale, scale_mistake, that, unchanged, weight
+
+TT = get("tiny_transformer")
 
 
 def _shape(value):
     return np.shape(np.asarray(value, dtype=float))
+
+
+def _pair(result, what):
+    that(isinstance(result, (tuple, list)) and len(result) == 2,
+         f"{what} should return two arrays, (output, weights), got {type(result).__name__}")
+    return (np.asarray(r, dtype=float) for r in result)
+
+
+def _mask_hint(weights):
+    """The likely mistake that weights of a causal attention show, or None."""
+    n = weights.shape[0]
+    above, sums = weights[np.triu_indices(n, k=1)], weights.sum(axis=-1)
+    if np.all(above == 0) and np.all(sums < 1 + 1e-6) and not np.allclose(sums, 1.0):
+        return "the mask was applied after the softmax, so the rows no longer sum to 1"
+    if np.allclose(weights.sum(axis=0), 1.0) and not np.allclose(sums, 1.0):
+        return "the softmax ran over the queries (axis 0) instead of along each row (axis -1)"
+    if weights[0, 0] != 1.0 and np.all(np.tril(weights, k=-1)[1:] == 0) and np.allclose(sums, 1.0):
+        return "the mask is transposed: each token sees the later tokens instead of the earlier ones"
+    if np.all(above > 0):
+        return ("the future is not blocked: set the scores above the diagonal to -inf (or -1e9) before "
+                "the softmax; a score of 0 still gets weight")
+    return None
 
 
 def test_project_qkv_shapes(student):
@@ -23,39 +52,69 @@ def test_project_qkv_shapes(student):
         that(_shape(value) == (5, 3), f"{name} should have shape (5, 3) (one row per token), got {_shape(value)}")
 
 
+def test_project_qkv_is_x_times_each_matrix(student):
+    """Q = x @ W_q, K = x @ W_k, V = x @ W_v (not W @ x, not x @ W.T), with square matrices"""
+    rng = np.random.default_rng(8)
+    x, ws = rng.normal(size=(4, 4)), [rng.normal(size=(4, 4)) for _ in range(3)]
+    got = student.project_qkv(x, *ws)
+    for name, g, w in zip("QKV", got, ws):
+        close(g, x @ w, f"{name} for 4 tokens of width 4",
+              mistakes=[("the matrix was transposed (x @ W.T instead of x @ W)", x @ w.T),
+                        ("the matrix multiplied from the left (W @ x): the rows of x are the tokens", w @ x),
+                        ("the projections share a matrix: Q, K and V each use their own",
+                         x @ ws[0] if name != "Q" else np.nan),
+                        ("the projections share a matrix: Q, K and V each use their own",
+                         x @ ws[1] if name == "V" else np.nan)])
+
+
 def test_causal_attention_weights(student):
     """causal_attention: the weights are (n, n), zero above the diagonal, and every row sums to 1"""
     rng = np.random.default_rng(3)
     Q, K, V = rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
-    result = student.causal_attention(Q, K, V)
-    that(isinstance(result, (tuple, list)) and len(result) == 2,
-         "causal_attention should return two arrays, (output, weights)")
-    output, weights = (np.asarray(r, dtype=float) for r in result)
+    output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
     that(output.shape == (5, 3), f"the output should have shape (5, 3) (n by the value width), got {output.shape}")
     that(weights.shape == (5, 5), f"the weights should have shape (5, 5), got {weights.shape}")
+    hint = _mask_hint(weights)
     that(np.all(weights[np.triu_indices(5, k=1)] == 0.0),
          "a token may not look ahead: the weights above the diagonal must be exactly 0 "
-         "(set those scores to -inf before the softmax)")
-    close(weights.sum(axis=-1), np.ones(5), "the row sums of the weights")
+         "(set those scores to -inf before the softmax)" + (f". Likely mistake: {hint}" if hint else ""))
+    close(weights.sum(axis=-1), np.ones(5), "the row sums of the weights", mistakes=[(hint, weights.sum(axis=-1))]
+          if hint else [])
+    close(output, weights @ V, "the output against weights @ V",
+          mistakes=[("the output mixes the keys (weights @ K), not the values", weights @ K)])
+
+
+def test_causal_attention_scale(student):
+    """the scores are divided by sqrt(d_k), the width of Q and K (here 3), not by sqrt(number of tokens)"""
+    rng = np.random.default_rng(9)
+    Q, K, V = rng.normal(size=(6, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    found = implied_scale(weights, Q @ K.T)
+    that(found is not None, "each row of the weights should be the softmax of that row's allowed scores "
+                            "Q K^T / sqrt(d_k); these are not" + (f". Likely mistake: {_mask_hint(weights)}"
+                                                                  if _mask_hint(weights) else ""))
+    mistake = scale_mistake(weights, Q @ K.T, 3, number_of_tokens=6)
+    that(mistake is None, f"the weights of 6 tokens with d_k = 3 imply scores divided by {found:.4g}, "
+                          f"expected sqrt(3) = 1.732. Likely mistake: {mistake}")
 
 
 def test_first_token_sees_only_itself(student):
     """the first token can only attend to itself, so its output is its own value row"""
     rng = np.random.default_rng(4)
     Q, K, V = rng.normal(size=(4, 2)), rng.normal(size=(4, 2)), rng.normal(size=(4, 2))
-    output, weights = student.causal_attention(Q, K, V)
-    close(np.asarray(output)[0], V[0], "output[0]")
+    output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    close(output[0], V[0], "output[0]")
 
 
 def test_causal_attention_ignores_the_future(student):
     """changing the last token changes no earlier output"""
     rng = np.random.default_rng(5)
     Q, K, V = rng.normal(size=(4, 3)), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
-    before, _ = student.causal_attention(Q, K, V)
+    before, _ = _pair(student.causal_attention(Q, K, V), "causal_attention")
     Q2, K2, V2 = Q.copy(), K.copy(), V.copy()
     Q2[-1], K2[-1], V2[-1] = 9.0, -9.0, 9.0
-    after, _ = student.causal_attention(Q2, K2, V2)
-    close(np.asarray(after)[:-1], np.asarray(before)[:-1], "outputs 0..2 after changing token 3")
+    after, _ = _pair(student.causal_attention(Q2, K2, V2), "causal_attention")
+    close(after[:-1], before[:-1], "outputs 0..2 after changing token 3")
 
 
 def test_multi_head_shape(student):
@@ -64,12 +123,65 @@ def test_multi_head_shape(student):
     x = rng.normal(size=(5, 6))
     heads = [tuple(rng.normal(size=(6, 2)) for _ in range(3)) for _ in range(3)]
     got = student.multi_head_attention(x, heads, rng.normal(size=(6, 6)))
-    that(_shape(got) == (5, 6), f"the result should have shape (5, 6), got {_shape(got)}")
+    written_in = _shape(got) == (4, 4) and np.allclose(got, TT["attn_output_after_WO"])
+    that(_shape(got) == (5, 6), f"the result should have shape (5, 6), got {_shape(got)}"
+         + (". Likely mistake: the answer does not depend on the input: the chapter's output is written in, "
+            "not computed" if written_in else ""))
 
 
-def test_tiny_model_predicts_something(student):
-    """the given model runs with your attention and gives 8 probabilities that sum to 1"""
-    out = student.tiny_forward([0, 5, 6, 1])
-    probs = np.asarray(out["probs"], dtype=float)
-    that(probs.shape == (8,), f"tiny_forward should give 8 probabilities, got shape {probs.shape}")
-    close(probs.sum(), 1.0, "the sum of the probabilities")
+@weight(2)
+def test_heads_concatenated_in_order_then_projected(student):
+    """multi_head_attention = [head 1 | head 2 | head 3] @ W_o, each head from your project_qkv and causal_attention"""
+    rng = np.random.default_rng(10)
+    x, W_o = rng.normal(size=(5, 6)), rng.normal(size=(6, 6))
+    heads = [tuple(rng.normal(size=(6, 2)) for _ in range(3)) for _ in range(3)]
+    pieces = [np.asarray(student.causal_attention(*student.project_qkv(x, *head))[0], dtype=float)
+              for head in heads]
+    close(student.multi_head_attention(x, heads, W_o), np.hstack(pieces) @ W_o,
+          "multi_head_attention against [head 1 | head 2 | head 3] @ W_o",
+          mistakes=[("the heads were concatenated in the wrong order (head 1's columns come first)",
+                     np.hstack(pieces[::-1]) @ W_o),
+                    ("W_o is missing: the result is the concatenated heads times W_o", np.hstack(pieces)),
+                    ("the heads were averaged instead of concatenated and projected together",
+                     sum(p @ W_o[2 * i:2 * i + 2] for i, p in enumerate(pieces)) / 3)])
+
+
+@weight(2)
+@pytest.mark.parametrize("h", [1, 2])
+def test_chapter_heads(student, h):
+    """the chapter's heads: the first row of weights is 1, 0, 0, 0; head 1's 'chuck' puts 0.2462 on 'a', 0.5516 on itself"""
+    chapter = TT["heads"][h - 1]
+    Q, K, V = (np.array(chapter[k]) for k in "QKV")
+    _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    that(weights.shape == (4, 4), f"the weights of head {h} should have shape (4, 4), got {weights.shape}")
+    mistake = scale_mistake(weights, np.array(chapter["raw_scores_QKt"]), 2, d_model=4, number_of_tokens=4)
+    mistake = mistake or _mask_hint(weights)
+    for row, word in ((0, "a"), (3, "chuck")):
+        close(weights[row], chapter["A"][row], f"head {h}: the weights of '{word}' (row {row})",
+              source="the notebook", mistakes=[(mistake, weights[row])] if mistake else [])
+
+
+@weight(3)
+def test_chapter_prediction(student):
+    """the given model with your attention: p('wood') = 0.3107 and loss 1.1690 nats; after one step 0.4017 and 0.9119"""
+    config, loss = TT["config"], TT["loss"]
+    out = student.tiny_forward(config["token_ids"])
+    that(isinstance(out, dict) and "probs" in out, "tiny_forward (given) did not return its results")
+    close(out["attention"], TT["attn_output_after_WO"], "the attention sublayer inside tiny_forward",
+          source="chapter, step 9 (the checks of the heads above say where it goes wrong)")
+    close(np.asarray(out["probs"])[config["target_id"]], TT["p_target"], "p('wood')", source="the notebook")
+    step = student.loss_and_step(out["logits"], config["target_id"])
+    close(step["loss"], loss["loss_nats"], "the loss in nats", source="the notebook")
+    close(step["new_probs"][config["target_id"]], loss["new_p_target"], "p('wood') after one step",
+          source="the notebook")
+    close(step["new_loss"], loss["new_loss_nats"], "the loss after one step", source="the notebook")
+
+
+def test_inputs_left_alone(student):
+    """project_qkv, causal_attention and multi_head_attention change none of their arguments"""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(4, 4))
+    unchanged(student, "project_qkv", x, *(rng.normal(size=(4, 2)) for _ in range(3)))
+    unchanged(student, "causal_attention", *(rng.normal(size=(4, 2)) for _ in range(3)))
+    heads = [tuple(rng.normal(size=(4, 2)) for _ in range(3)) for _ in range(2)]
+    unchanged(student, "multi_head_attention", x, heads, rng.normal(size=(4, 4)))

@@ -1,29 +1,26 @@
 """Hidden suite, part 2 (causal_mask, masked_softmax, softmax_then_mask, scale_experiment).
 
-The chapter's "the dog barked loudly" tables, and inputs nobody can predict:
-random sizes, batches of shape (..., n, n), masks that are not causal. Expected
-values for the chapter's examples are printed in failures (they are in the
-chapter); expected values for random inputs never are.
+What a student cannot predict: random sizes, batches of shape (..., n, n), masks
+that are not causal, and the scale experiment at unpredictable seeds and sizes.
+The chapter's tables and the notebook's rules are checked by the public suite
+(solutions/attention/test_causal_mask.py), which grading runs too. Expected
+values of random inputs are never printed.
 
-The scale experiment draws random numbers, so its checks test the shape of the
-result against the chapter with stated tolerances, each at least five standard
-deviations of the trial-to-trial spread wide (measured over 3,000 seeds), so a
-correct implementation with any order of draws passes.
+The scale experiment draws random numbers, so its facts are judged as the
+public checks judge them at seed 0 (selfcheck/scale_experiment.py), with ranges
+a correct implementation meets with any order of draws.
 """
-
-import math
 
 import numpy as np
 import pytest
 
 from autograder.chapter import get
-from selfcheck.checks import CheckFailed, as_array, close, equal, fmt, that, unchanged, weight
+from selfcheck import scale_experiment as scale
+from selfcheck.checks import CheckFailed, close, equal, that, weight
 from selfcheck.student import StudentError
 
-MASK = get("attention.mask")
 SCALE = get("attention.scale")
 RNG = np.random.default_rng(20261204)
-COLUMNS = ("d_k", "sd", "entropy_raw", "entropy_scaled", "max_alpha_raw")
 SEEDS = [int(s) for s in np.random.default_rng(9061).integers(1, 10**6, size=6)]   # for the experiment
 
 
@@ -89,12 +86,6 @@ BATCH_HINT = ("the code assumes 2-D scores; let numpy broadcast the mask over th
 
 # ------------------------------------------------------------------ causal_mask
 
-def test_chapter_causal_mask(student):
-    """causal_mask(4) for 'the dog barked loudly'"""
-    equal(np.asarray(student.causal_mask(4)).astype(bool), np.array(MASK["mask_allowed"]),
-          "causal_mask(4)", source="chapter, step 4", mistakes=causal_mistakes(4))
-
-
 def test_causal_mask_is_boolean(student):
     """causal_mask returns booleans (dtype bool), ready for np.where and ~"""
     n = int(RNG.integers(5, 12))
@@ -114,16 +105,6 @@ def test_causal_mask_random_sizes(student):
 
 
 # --------------------------------------------------------------- masked_softmax
-
-@weight(2)
-def test_chapter_masked_softmax(student):
-    """masked_softmax of the chapter's 4 x 4 scores with the causal mask"""
-    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
-    got = close(student.masked_softmax(S, mask), MASK["masked_softmax"],
-                "masked_softmax of 'the dog barked loudly'", source="chapter, step 4",
-                mistakes=mask_mistakes(S, mask))
-    close(got.sum(axis=-1), MASK["row_sums"], "the row sums of the masked weights", source="chapter, step 4")
-
 
 def test_masked_softmax_random(student, reference):
     """masked_softmax of random n x n scores with a causal mask"""
@@ -178,7 +159,7 @@ def test_masked_softmax_large_scores(student, reference):
     z = 1000 + RNG.normal(0, 3, size=(n, n))
     mask = lower(n)
     close(student.masked_softmax(z, mask), reference.masked_softmax(z, mask),
-          "masked_softmax of scores near 1000", reveal=False, rtol=1e-3, atol=1e-6,
+          "masked_softmax of scores near 1000", reveal=False, scale=1020,
           mistakes=[("exp of scores near 1000 overflows: subtract each row's maximum first (your softmax "
                      "from Part 1 does)", np.full((n, n), np.nan))] + mask_mistakes(z, mask))
 
@@ -189,14 +170,8 @@ def test_masked_softmax_float32(student, reference):
     z = RNG.normal(0, 2, size=(2, n, n)).astype(np.float32)
     mask = lower(n)
     close(call(student, "masked_softmax", z, mask, hint=BATCH_HINT), reference.masked_softmax(z, mask),
-          "masked_softmax of float32 scores", reveal=False, rtol=1e-4, atol=1e-6,
+          "masked_softmax of float32 scores", reveal=False,
           mistakes=mask_mistakes(z.astype(float), mask))
-
-
-def test_masked_softmax_leaves_input_alone(student):
-    """masked_softmax changes neither the scores nor the mask it is given"""
-    n = int(RNG.integers(4, 8))
-    unchanged(student, "masked_softmax", RNG.normal(size=(n, n)), lower(n), what="masked_softmax")
 
 
 # ----------------------------------------------------------- softmax_then_mask
@@ -210,29 +185,6 @@ def wrong_order_mistakes(z, mask):
             ("the sums ran down the columns instead of along the rows", (full * mask).sum(axis=0)),
             ("the weights were never zeroed: a full softmax row sums to 1", full.sum(axis=-1)),
             ("the mask was transposed (rows are queries, columns are keys)", (full * mask.T).sum(axis=-1))]
-
-
-def test_chapter_softmax_then_mask(student):
-    """softmax_then_mask of the chapter's scores: the weights and all four row sums"""
-    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
-    weights, sums = student.softmax_then_mask(S, mask)
-    close(weights, MASK["wrong_order"], "the wrong order's weights for 'the dog barked loudly'",
-          source="chapter, step 4",
-          mistakes=[("that is the right order (mask, then softmax)", MASK["masked_softmax"]),
-                    ("the blocked weights were not zeroed", MASK["unmasked_softmax"])])
-    close(sums, MASK["wrong_order_row_sums"], "the wrong order's row sums", source="chapter, step 4",
-          mistakes=wrong_order_mistakes(S, mask))
-
-
-def test_chapter_wrong_order_row_one(student):
-    """the wrong order's row-one sum for 'the dog barked loudly' (0.4551)"""
-    S, mask = np.array(MASK["scores"]), np.array(MASK["mask_allowed"])
-    _, sums = student.softmax_then_mask(S, mask)
-    sums = np.asarray(sums, dtype=float)
-    that(sums.shape == (4,), f"row_sums should hold one sum per row, shape (4,), got shape {sums.shape}")
-    close(sums[0], MASK["wrong_order_row1_sum"], "the wrong order's row-one sum (row 'the')",
-          source="chapter, step 4",
-          mistakes=[("that is the right order's row sum: after masking first, every row sums to 1", 1.0)])
 
 
 def test_softmax_then_mask_random(student, reference):
@@ -267,31 +219,7 @@ def run_scale(student, runs, d_values, **kwargs):
     kind, value = runs[key]
     if kind == "error":
         raise value
-    return columns(value, len(d_values))
-
-
-def columns(result, n):
-    that(isinstance(result, dict), f"scale_experiment should return a dict of columns, got {fmt(result)}")
-    missing = [k for k in COLUMNS if k not in result]
-    that(not missing, f"scale_experiment's result has no {', '.join(map(repr, missing))} "
-                      f"(expected the keys {', '.join(COLUMNS)})")
-    out = {}
-    for key in COLUMNS:
-        out[key] = as_array(result[key], f"scale_experiment's result[{key!r}]")
-        that(out[key].shape == (n,), f"result[{key!r}] should hold one number per d_k (shape ({n},)), "
-                                     f"got shape {out[key].shape}")
-    return out
-
-
-def within(value, low, high, what, hints=()):
-    if low <= value <= high:
-        return
-    text = f"{what}: expected between {low:g} and {high:g}, got {value:.4f}."
-    for condition, hint in hints:
-        if condition:
-            text += f" Likely mistake: {hint}."
-            break
-    raise CheckFailed(text)
+    return scale.columns(value, len(d_values))
 
 
 def test_scale_result_columns(student, runs):
@@ -306,49 +234,17 @@ def test_scale_result_columns(student, runs):
 @weight(2)
 def test_scale_entropy_raw_collapses_scaled_stays(student, runs):
     """raw entropy collapses (chapter: 1.78 bits at d_k = 4, 0.13 at 1024); scaled stays near 2.48"""
-    r = run_scale(student, runs, (4, 64, 1024), trials=200, seed=SEEDS[0])
-    raw, scaled = r["entropy_raw"], r["entropy_scaled"]
-    swapped = scaled[2] < 1.0 and raw[2] > 2.0
-    within(raw[0], 1.60, 2.10, "mean raw entropy at d_k = 4 (chapter: 1.7771 bits)",
-           hints=[(swapped, "the raw and scaled columns are swapped"),
-                  (raw[0] > 2.1, "the 'raw' scores were scaled; raw means softmax(K @ q) as it is")])
-    within(raw[2], 0.01, 0.21, "mean raw entropy at d_k = 1024 (chapter: 0.1333 bits)",
-           hints=[(swapped, "the raw and scaled columns are swapped"),
-                  (raw[2] > 1.0, "the 'raw' scores were scaled; raw means softmax(K @ q) as it is")])
-    that(raw[0] > raw[1] > raw[2], f"the raw entropy should fall as d_k grows (4, 64, 1024), got {fmt(raw)}")
-    for d, value in zip((4, 64, 1024), scaled):
-        within(value, 2.35, 2.66, f"mean scaled entropy at d_k = {d} (chapter: 2.46 to 2.50 bits at every d_k)",
-               hints=[(swapped, "the raw and scaled columns are swapped"),
-                      (value < 2.35 and scaled[2] < scaled[0] - 0.3,
-                       "the scaled scores were not divided by sqrt(d_k) (or by something that does not "
-                       "grow like it, such as sqrt(n_keys)): the entropy still falls as d_k grows"),
-                      (value > 2.66, "the scores were divided by more than sqrt(d_k) (by d_k?): the weights "
-                                     "flatten toward uniform, 3 bits")])
+    scale.entropy(run_scale(student, runs, (4, 64, 1024), trials=200, seed=SEEDS[0]))
 
 
 def test_scale_largest_raw_weight(student, runs):
     """the largest raw weight grows toward 1 (chapter: 0.55 at d_k = 4, 0.96 at 1024)"""
-    r = run_scale(student, runs, (4, 64, 1024), trials=200, seed=SEEDS[0])
-    top = r["max_alpha_raw"]
-    hint = [(top[2] < 0.5, "the largest weight was taken from the scaled softmax; this column is the raw one")]
-    within(top[0], 0.45, 0.62, "mean largest raw weight at d_k = 4 (chapter: 0.5492)", hints=hint)
-    within(top[2], 0.93, 1.0, "mean largest raw weight at d_k = 1024 (chapter: 0.9611)", hints=hint)
+    scale.largest_weight(run_scale(student, runs, (4, 64, 1024), trials=200, seed=SEEDS[0]))
 
 
 def test_scale_spread_grows_like_sqrt_dk(student, runs):
     """the spread of q.k grows like sqrt(d_k): about 0.90 sqrt(d_k) (chapter: 0.88 to 0.91)"""
-    d = np.array([64, 256])
-    r = run_scale(student, runs, (64, 256), trials=500, seed=SEEDS[1])
-    ratio = r["sd"] / np.sqrt(d)
-    mean = float(np.mean(ratio))
-    within(mean, 0.86, 0.94, "mean of sd / sqrt(d_k) over d_k = 64 and 256 (chapter: 0.900 and 0.905)",
-           hints=[(abs(ratio[1] - ratio[0]) > 0.3 or mean < 0.2,
-                   "sd should be the spread of the raw scores K @ q, which grows like sqrt(d_k) "
-                   "(the spread of the scaled scores stays near 0.9)"),
-                  (0.94 < mean < 0.985, "the standard deviation used ddof=1; the experiment takes the "
-                                        "population standard deviation, numpy's default s.std()"),
-                  (0.985 <= mean < 1.04, "the spread was measured over all trials' scores together; take "
-                                         "s.std() of each trial's scores and average those")])
+    scale.spread(run_scale(student, runs, (64, 256), trials=500, seed=SEEDS[1]), (64, 256))
 
 
 def test_scale_uses_n_keys(student, reference, runs):
@@ -358,23 +254,7 @@ def test_scale_uses_n_keys(student, reference, runs):
         expected = float(reference.scale_experiment([16], n_keys=n_keys, trials=3000, seed=7)["entropy_scaled"][0])
         value = float(r["entropy_scaled"][0])
         what = f"mean scaled entropy over {n_keys} keys at d_k = 16"
-        that(value <= math.log2(n_keys) + 1e-9,
-             f"{what}: {n_keys} keys have at most log2({n_keys}) = {math.log2(n_keys):g} bits, got {value:.4f}. "
-             "Likely mistake: the number of keys is fixed at 8 instead of n_keys")
+        scale.at_most_log2(value, n_keys, what)
         if abs(value - expected) > tolerance:
             raise CheckFailed(f"{what}: did not match the reference within {tolerance:g} bits "
                               f"(the spread between seeds is under a fifth of that), got {value:.4f}")
-
-
-def test_scale_seed(student):
-    """scale_experiment is repeatable: the same seed gives the same numbers, another seed others"""
-    seed = SEEDS[4]
-    first = columns(student.scale_experiment([8, 32], trials=30, seed=seed), 2)
-    again = columns(student.scale_experiment([8, 32], trials=30, seed=seed), 2)
-    other = columns(student.scale_experiment([8, 32], trials=30, seed=seed + 1), 2)
-    that(all(np.array_equal(first[k], again[k]) for k in COLUMNS),
-         "two runs with the same seed gave different numbers. Likely mistake: the generator ignores "
-         "`seed`; make it with np.random.default_rng(seed)")
-    that(not np.array_equal(first["entropy_raw"], other["entropy_raw"]),
-         "two different seeds gave the same numbers. Likely mistake: the generator's seed is fixed; "
-         "make it with np.random.default_rng(seed)")

@@ -1,8 +1,10 @@
-"""Hidden suite, part 2 (transformer_parameters): both chapter conventions, GPT-2, random models.
+"""Hidden suite, part 2 (transformer_parameters): the rest of the chapter's table, random models.
 
-The chapter's counts are printed in failures (they are in the chapter); the
-counts of random configurations never are. Each counting mistake named below
-is computed here by a mistaken version of the formula.
+The counts the notebook states (44,502,016, 172, 123,578,112, 188, 44,489,728,
+124,439,808) are the public suite's; this one adds the table's other rows and
+models nobody can predict, with every switch. The chapter's counts are printed
+in failures; the counts of random configurations never are. Each counting
+mistake named below is computed here by a mistaken version of the formula.
 """
 
 import numpy as np
@@ -11,12 +13,8 @@ import pytest
 from autograder.chapter import get
 from selfcheck.checks import equal, that, weight
 
-ATT = get("attention.params_attention_chapter")
-TINY = get("tiny_transformer.params")
 TABLE = get("tiny_transformer.scaling_table.models")
-CONVENTIONS = get("parameter_conventions")
 REQUIRED = "attention feed_forward layer_norms per_layer embeddings total".split()
-GPT2_PUBLISHED = 124_439_808
 RNG = np.random.default_rng(20261205)
 
 
@@ -108,43 +106,14 @@ def check_all(student, args, kwargs, what, *, source=None, reveal=True, keys=REQ
 # ------------------------------------------------ the chapter
 
 @weight(3)
-def test_attention_chapter_layer(student):
-    """the attention chapter's model (vocab 50,000, d_model 512, 6 layers, 8 heads, d_ff 2,048): every part"""
-    expected = {"attention": ATT["attn"], "feed_forward": ATT["ffn"], "layer_norms": ATT["layer_norms"],
-                "per_layer": ATT["one_layer"], "embeddings": ATT["embeddings"], "total": ATT["total"]}
-    check_all(student, (ATT["V"], ATT["D"], ATT["L"], ATT["h"], ATT["H"]), {},
-              "the attention chapter's model", source="attention chapter, one layer's parameters", expected=expected)
-
-
-@weight(2)
-def test_tiny_model(student):
-    """the tiny model without layer norms: 64 attention, 76 feed-forward, 32 embedding, 172 in all"""
-    expected = {"attention": TINY["attn"], "feed_forward": TINY["ffn"], "layer_norms": 0,
-                "per_layer": TINY["attn"] + TINY["ffn"], "embeddings": TINY["embedding_tied"], "total": TINY["total"]}
-    check_all(student, (8, 4, 1, 2, 8), {"layer_norm": False}, "the tiny model", source="chapter, step 16",
-              expected=expected)
-
-
-@weight(3)
-@pytest.mark.parametrize("row", range(4), ids=["chapter", "gpt2-small", "gpt2-medium", "gpt3"])
+@pytest.mark.parametrize("row", [2, 3], ids=["gpt2-medium", "gpt3"])
 def test_four_model_table(student, row):
-    """the table of four models, without layer norms: one block and the total"""
+    """the rest of the table of four models, without layer norms: one block and the total"""
     m = TABLE[row]
     args = (m["vocab"], m["d_model"], m["layers"], m["heads"], m["d_ff"])
     check_all(student, args, {"layer_norm": False}, m["model"], source="chapter, the four-model table",
               keys=("per_layer", "embeddings", "total"),
               expected={"per_layer": m["block"], "embeddings": m["embeddings"], "total": m["total"]})
-
-
-def test_conventions_cross(student):
-    """each convention on the other's model: 188 for the tiny model with layer norms, 44,489,728 without"""
-    tiny = _counts(student, 8, 4, 1, 2, 8)
-    equal(tiny["total"], CONVENTIONS["tiny_model"]["attention_py_rule"], "the tiny model with layer norms: total",
-          mistakes=mistakes_for(8, 4, 1, 2, 8, key="total"))
-    big = _counts(student, ATT["V"], ATT["D"], ATT["L"], ATT["h"], ATT["H"], layer_norm=False)
-    equal(big["total"], CONVENTIONS["attention_chapter_model"]["tiny_transformer_py_rule"],
-          "the attention chapter's model without layer norms: total",
-          mistakes=mistakes_for(ATT["V"], ATT["D"], ATT["L"], ATT["h"], ATT["H"], key="total", layer_norm=False))
 
 
 @weight(2)
@@ -156,28 +125,6 @@ def test_heads_never_change_a_count(student):
         for key in ("attention", "total"):
             equal(got[key], base[key], f"{key} with {heads} heads against 12 heads",
                   mistakes=[(MISTAKES["heads"], count(50257, 768, 12, heads, 3072, mistake="heads")[key])])
-
-
-@weight(3)
-def test_gpt2_small_for_real(student):
-    """GPT-2 small with every real part (Q/K/V and W_O biases, two norms per block, final norm, 1,024 learned positions): 124,439,808"""
-    kwargs = dict(qkv_bias=True, out_bias=True, context=1024, final_norm=True)
-    got = _counts(student, 50257, 768, 12, 12, 3072, **kwargs)
-    equal(got["attention"], 4 * 768 * 768 + 4 * 768, "GPT-2 small: attention of one block, biases included",
-          mistakes=mistakes_for(50257, 768, 12, 12, 3072, key="attention", **kwargs))
-    equal(got["embeddings"], 50257 * 768 + 1024 * 768, "GPT-2 small: embeddings (tokens and 1,024 positions)",
-          mistakes=mistakes_for(50257, 768, 12, 12, 3072, key="embeddings", **kwargs))
-    equal(got["total"], GPT2_PUBLISHED, "GPT-2 small, every part switched on: total", source="the released GPT-2 small",
-          mistakes=mistakes_for(50257, 768, 12, 12, 3072, key="total", **kwargs))
-
-
-def test_untied_output_layer(student):
-    """an untied output layer adds one vocab x d_model matrix to the total, and nothing else"""
-    tied = _counts(student, 1000, 64, 2, 4, 256)
-    untied = _counts(student, 1000, 64, 2, 4, 256, tied_unembedding=False)
-    equal(untied["total"] - tied["total"], 1000 * 64, "total untied minus total tied (vocab 1,000, d_model 64)")
-    equal(tied["total"], count(1000, 64, 2, 4, 256)["total"], "total with a tied output layer (vocab 1,000, d_model 64)",
-          mistakes=mistakes_for(1000, 64, 2, 4, 256, key="total"))
 
 
 def test_positions(student):

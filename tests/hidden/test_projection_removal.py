@@ -24,16 +24,13 @@ RNG = np.random.default_rng(20261205)
 PROJ = ("query", "key", "value")
 MODES = {"full": (), "no-query": ("query",), "no-key": ("key",), "no-value": ("value",),
          "none-of-three": PROJ}
-CHAPTER_COUNTS = {"full": 109_889, "no-query": 101_569, "no-key": 101_569, "no-value": 101_569,
-                  "none-of-three": 84_929}
-
 # The short training run: 300 steps of the chapter's model on the training split, test loss on
 # the first 100 test batches; about one CPU second per variant. A correct layer written any
 # way gives the reference's losses to within float32 rounding; the tolerance is below the
 # gaps between variants at this budget (0.015 or more for the orderings below).
 STEPS, TEST_BATCHES, LOG_EVERY = 300, 100, 50
 SEED = int(RNG.choice(8))              # seeds 0-7 were checked to keep every ordering below
-EPS = 1e-6                             # the finite differences' step
+EPS = 3e-3      # the finite differences' step: it balances truncation and float32 rounding (measured)
 TEST_TOLERANCE = 0.01                  # nats, on the test loss
 CURVE_TOLERANCE = (0.005, 0.02)        # relative, absolute, on each 50-step mean training loss
 # Orderings of the test loss that held in every one of seeds 0-7 at this budget.
@@ -112,23 +109,7 @@ def test_forward_every_mode(student, reference, mode):
         got = student.probe("projection_removal", "forward", E, remove, weights, x)
         expected = probe.forward(vars(reference), E, remove, weights, x)
         close(got, expected, f"WeightedAttention({E}, remove={remove}) on a random x of shape (2, {T}, {E})",
-              reveal=False, rtol=1e-5, atol=1e-7,
-              mistakes=[m for m in forward_mistakes(x, weights, remove) if mode != "full" or "remove" not in m[0]])
-
-
-@weight(2)
-def test_parameter_counts_chapter_model(student, reference):
-    """parameters of the chapter's model (vocabulary 65, E = 64, 2 blocks) in every mode"""
-    for mode, remove in MODES.items():
-        got = student.probe("projection_removal", "model_parameters", 65, 64, remove)
-        expected = probe.model_parameters(vars(reference), 65, 64, remove)
-        assert expected == CHAPTER_COUNTS[mode]
-        kept_anyway = CHAPTER_COUNTS["full"]
-        equal(got, expected, f"parameters of GPT(65, WeightedAttention, remove={remove})",
-              source="the chapter's configuration",
-              mistakes=[("removed but parameters kept: the removed projection's Linear is still in the model "
-                         "(set the attribute to None so its parameters are gone)", kept_anyway)]
-              if remove else [])
+              reveal=False, mistakes=[m for m in forward_mistakes(x, weights, remove) if mode != "full" or "remove" not in m[0]])
 
 
 def test_parameter_counts_random_widths(student, reference):
@@ -156,7 +137,7 @@ def test_removed_projection_is_the_identity(student, reference, removed):
     got = student.probe("projection_removal", "forward", E, (removed,), weights, x)
     expected = probe.forward(vars(reference), E, (), identity, x)
     close(got, expected, f"WeightedAttention({E}, remove=('{removed}',)) against the full layer with "
-                         f"{removed} weight = I and bias = 0", reveal=False, rtol=1e-5, atol=1e-7,
+                         f"{removed} weight = I and bias = 0", reveal=False,
           mistakes=[(f"the {removed} projection was still applied although it was removed",
                      attention(x, weights)),
                     ("zeros (or nothing) were used in place of the removed projection, not x itself",
@@ -176,18 +157,20 @@ def test_gradients_finite_differences(student, reference, mode):
     that(isinstance(got, dict), f"WeightedAttention({E}, remove={remove}): the gradients could not be read")
     none = [key for key in expected if got.get(key) is None]
     that(not none, f"WeightedAttention({E}, remove={remove}): backward() left no gradient in "
-                   + ", ".join(none) + ". Every kept projection must take part in the output, through "
-                   "Tensor operations (@, .transpose, *, the mask and softmax layers); numpy on .data "
-                   "cuts the graph.")
+                   + ", ".join(none) + ". Likely mistake: the forward pass left the framework (numpy on .data, "
+                   "or a Tensor made from a numpy array), which cuts the graph; every kept projection must take "
+                   "part in the output through Tensor operations (@, .transpose, *, the mask and softmax layers)")
     shapes = {key: np.shape(ref) for key, ref in expected.items()}
     values = student.probe("projection_removal", "objective", E, remove, weights, x, upstream, list(shapes), EPS)
     numeric = central_differences(values, shapes, EPS)
+    # Rounding is relative to the largest gradient (the key's bias has none: softmax ignores it), and
+    # central differences with this step are good to about 1e-4 of it even in float32.
+    scale = max(float(np.max(np.abs(ref))) for ref in expected.values())
     for key, ref in expected.items():
         close(got[key], numeric[key],
               f"gradient of {key} from backward() against central finite differences of your forward pass",
-              reveal=False, rtol=1e-4, atol=1e-6)
-        close(got[key], ref, f"gradient of {key} against the reference", reveal=False,
-              rtol=1e-5, atol=1e-7)
+              reveal=False, scale=scale, atol=1e-3 * scale)
+        close(got[key], ref, f"gradient of {key} against the reference", reveal=False, scale=scale)
 
 
 @contextlib.contextmanager

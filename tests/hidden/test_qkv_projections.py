@@ -1,10 +1,11 @@
 """Hidden suite, part 1 (project_qkv, causal_attention, multi_head_attention).
 
-The tiny transformer's steps 6 to 9 for both heads, its prediction end to end
-through the given model, and random widths, head counts and lengths. Expected
-values of the chapter's steps are printed in failures (they are in the
-chapter); those of random inputs never are. Every mistake named below is
-computed here, on the grader's side, by a mistaken version of the algebra.
+Every value of the tiny transformer's steps 6 to 9 for both heads (the notebook
+states a few of them: the public suite checks those, and the prediction end to
+end), and random widths, head counts and lengths. Expected values of the
+chapter's steps are printed in failures (they are in the chapter); those of
+random inputs never are. Every mistake named below is computed here, on the
+grader's side, by a mistaken version of the algebra.
 """
 
 import math
@@ -13,14 +14,12 @@ import numpy as np
 import pytest
 
 from autograder.chapter import get
-from selfcheck.checks import close, fmt, that, unchanged, weight
+from selfcheck.checks import close, fmt, that, weight
 
 TT = get("tiny_transformer")
 W = {k: np.array(v, dtype=float) for k, v in TT["weights"].items()}
 XN = np.array(TT["layernormed_input"])
 HEADS = [(W["WQ1"], W["WK1"], W["WV1"]), (W["WQ2"], W["WK2"], W["WV2"])]
-IDS = TT["config"]["token_ids"]
-TARGET = TT["config"]["target_id"]
 RNG = np.random.default_rng(20261204)
 
 
@@ -121,33 +120,6 @@ def mha_mistakes(x, heads, W_o):
     return found
 
 
-def tiny_model(attend=mha):
-    """The given model with an attention of our choice: (probs, attention output, logits)."""
-    x = np.array(TT["block_input_x"])
-    ln = lambda a: (a - a.mean(-1, keepdims=True)) / np.sqrt(a.var(-1, keepdims=True) + 1e-5)  # noqa: E731
-    att = attend(ln(x), HEADS, W["WO"])
-    h = x + att
-    y = h + np.maximum(0.0, ln(h) @ W["W1"] + W["B1"]) @ W["W2"] + W["B2"]
-    logits = ln(y[-1]) @ W["EMB"].T
-    return _softmax(logits), att, logits
-
-
-def after_step(logits, lr=0.5):
-    probs = _softmax(logits)
-    grad = probs.copy()
-    grad[TARGET] -= 1.0
-    return _softmax(logits - lr * grad)[TARGET]
-
-
-def end_to_end_mistakes():
-    """(description, probs, p after the step) for each multi-head mistake, through the whole model."""
-    found = []
-    for text, value in mha_mistakes(XN, HEADS, W["WO"]):
-        probs, _, logits = tiny_model(lambda x, h, o, v=value: v)
-        found.append((text, probs, after_step(logits)))
-    return found
-
-
 def _pair(result, what):
     pair = isinstance(result, (tuple, list)) and len(result) == 2
     that(pair, f"{what} should return a pair (output, weights), got {type(result).__name__}")
@@ -238,30 +210,6 @@ def test_chapter_output_projection(student):
           source="chapter, step 9", mistakes=mha_mistakes(XN, HEADS, W["WO"]))
 
 
-# ------------------------------------------------ end to end
-
-@weight(3)
-def test_chapter_prediction(student):
-    """end to end: the given model with your attention predicts 'wood' with p = 0.3107, loss 1.1690 nats"""
-    out = student.tiny_forward(IDS)
-    that(isinstance(out, dict) and "probs" in out, "tiny_forward (given) did not return its results")
-    close(out["attention"], TT["attn_output_after_WO"], "the attention sublayer inside tiny_forward",
-          source="chapter, step 9", mistakes=mha_mistakes(XN, HEADS, W["WO"]))
-    close(out["probs"][TARGET], TT["p_target"], 'p("wood") from tiny_forward', source="chapter, step 14",
-          mistakes=[(text, probs[TARGET]) for text, probs, _ in end_to_end_mistakes()])
-    step = student.loss_and_step(out["logits"], TARGET)
-    close(step["loss"], TT["loss"]["loss_nats"], "the loss in nats", source="chapter, step 15")
-
-
-def test_chapter_step(student):
-    """end to end: after one step of 0.5 on the logits, p("wood") = 0.4017 and the loss 0.9119 nats"""
-    out = student.tiny_forward(IDS)
-    step = student.loss_and_step(out["logits"], TARGET)
-    close(step["new_probs"][TARGET], TT["loss"]["new_p_target"], 'p("wood") after the step',
-          source="chapter, step 15", mistakes=[(text, p) for text, _, p in end_to_end_mistakes()])
-    close(step["new_loss"], TT["loss"]["new_loss_nats"], "the loss after the step", source="chapter, step 15")
-
-
 # ------------------------------------------------ inputs nobody can predict
 
 @weight(2)
@@ -331,7 +279,8 @@ def test_large_scores_random(student):
          "causal_attention: large scores gave non-finite weights (subtract the row maximum, or use the given softmax)")
     that(np.all(weights[np.triu_indices(n, k=1)] == 0.0),
          "causal_attention: weights above the diagonal must be exactly 0, even for large scores")
-    close(weights, attention(Q, K, V)[1], "the weights for large random scores", reveal=False)
+    close(weights, attention(Q, K, V)[1], "the weights for large random scores", reveal=False,
+          scale=np.abs(Q @ K.T).max() / 2)
 
 
 def test_float32_input(student):
@@ -341,12 +290,4 @@ def test_float32_input(student):
     heads = [tuple(RNG.normal(size=(d, 3)).astype(np.float32) for _ in range(3)) for _ in range(2)]
     W_o = RNG.normal(size=(d, d)).astype(np.float32)
     close(student.multi_head_attention(x, heads, W_o), mha(x.astype(float), [tuple(w.astype(float) for w in h) for h in heads], W_o.astype(float)),
-          "multi_head_attention on float32 input", reveal=False, rtol=1e-4, atol=1e-5)
-
-
-def test_inputs_left_alone(student):
-    """project_qkv, causal_attention and multi_head_attention change none of their arguments"""
-    x = RNG.normal(size=(4, 4))
-    unchanged(student, "project_qkv", x, *(RNG.normal(size=(4, 2)) for _ in range(3)))
-    unchanged(student, "causal_attention", *(RNG.normal(size=(4, 2)) for _ in range(3)))
-    unchanged(student, "multi_head_attention", x, HEADS, W["WO"].copy())
+          "multi_head_attention on float32 input", reveal=False)

@@ -1,19 +1,16 @@
-"""Hidden suite, part 1 (softmax, entropy_bits, attend): the chapter's numbers and unseen inputs.
+"""Hidden suite, part 1 (softmax, entropy_bits, attend): inputs a student cannot predict.
 
-Expected values for the chapter's examples are printed in failures (they are in the
-chapter); expected values for random inputs never are.
+The chapter's numbers and the notebook's rules are checked by the public suite
+(solutions/attention/test_softmax.py), which grading runs too; this one adds
+random shapes, axes, sizes and scales. Their expected values are never printed.
 """
 
 import math
 
 import numpy as np
-import pytest
 
-from autograder.chapter import get
-from selfcheck.checks import close, that, unchanged, weight
+from selfcheck.checks import close, that, weight
 
-ONE = get("attention.one_query")
-SELECT = get("attention.select")
 RNG = np.random.default_rng(20261129)
 
 
@@ -32,43 +29,6 @@ def global_softmax(z):
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.max())
     return e / e.sum()
-
-
-@weight(2)
-def test_chapter_one_query(student):
-    """attend on the chapter's query 'who' against 'is', 'the', 'best' (values = keys)"""
-    q, K = np.array(ONE["query"]), np.array(ONE["keys"])
-    alpha, output = student.attend(q, K, K)
-    raw = naive_softmax(K @ q)
-    close(alpha, ONE["alpha"], "alpha for the query 'who'", source="chapter, step 1",
-          mistakes=[("the scores were not divided by sqrt(d_k) = sqrt(3)", raw),
-                    ("the scores were divided by d_k instead of sqrt(d_k)", naive_softmax(K @ q / 3))])
-    close(output, ONE["output"], "output for the query 'who'", source="chapter, step 1",
-          mistakes=[("the output should be alpha @ V (weights times values), not V @ alpha or a sum of keys",
-                     np.asarray(ONE["alpha"]) @ K.T)])
-
-
-def test_chapter_one_query_entropy(student):
-    """entropy_bits of the weights of the query 'who'"""
-    close(student.entropy_bits(np.array(ONE["alpha"])), ONE["entropy_bits"], "entropy of alpha for 'who'",
-          source="chapter, step 1",
-          mistakes=[("natural log instead of log2: that is nats", ONE["entropy_bits"] * math.log(2)),
-                    ("log10 instead of log2", ONE["entropy_bits"] * math.log10(2))])
-
-
-@pytest.mark.parametrize("case", range(3), ids=["animal", "verb", "undecided"])
-def test_chapter_select(student, case):
-    """the chapter's selecting queries: weights, output and entropy"""
-    query = SELECT["queries"][case]
-    K, V = np.array(SELECT["keys"]), np.array(SELECT["values"])
-    alpha, output = student.attend(np.array(query["query"]), K, V)
-    q = np.array(query["query"])
-    close(alpha, query["alpha"], f"alpha for {query['name']}", source="chapter, step 2",
-          mistakes=[("the scores were not divided by sqrt(d_k)", naive_softmax(K @ q))])
-    close(output, query["output"], f"output for {query['name']}", source="chapter, step 2")
-    close(student.entropy_bits(np.array(query["alpha"])), query["entropy_bits"],
-          f"entropy of {query['name']}", source="chapter, step 2",
-          mistakes=[("natural log instead of log2: that is nats", query["entropy_bits"] * math.log(2))])
 
 
 @weight(2)
@@ -94,10 +54,10 @@ def test_softmax_random_shapes(student, reference):
 def test_softmax_large_random_scores(student, reference):
     """softmax of random scores in the thousands is finite and correct"""
     z = RNG.normal(0, 1, size=(4, 7)) * 50 + 2000
-    close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False,
+    close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False, scale=2100,
           mistakes=[("exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
     z = -z
-    close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False,
+    close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False, scale=2100,
           mistakes=[("exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
                      naive_softmax(z))])
 
@@ -116,15 +76,10 @@ def test_softmax_masked_entries(student, reference):
 def test_softmax_float32_and_integers(student, reference):
     """softmax accepts float32 and integer input"""
     z = RNG.normal(size=(3, 4)).astype(np.float32)
-    close(student.softmax(z), reference.softmax(z), "softmax of a float32 array", reveal=False, rtol=1e-4, atol=1e-6)
+    close(student.softmax(z), reference.softmax(z), "softmax of a float32 array", reveal=False)
     z = np.array([[1, 2, 3], [3, 3, 3]])
     close(student.softmax(z), reference.softmax(z), "softmax of an integer array", reveal=False,
           mistakes=[("integer input was not converted to float", np.zeros((2, 3)))])
-
-
-def test_softmax_leaves_input_alone(student):
-    """softmax does not change the array it is given"""
-    unchanged(student, "softmax", RNG.normal(size=(3, 4)) + 10, what="softmax")
 
 
 def test_entropy_random(student, reference):
@@ -158,9 +113,3 @@ def test_attend_random(student, reference):
         close(alpha, ref_alpha, f"alpha for {n} random keys of width {d_k}", reveal=False, mistakes=mistakes)
         close(output, ref_out, f"output for {n} random keys, values of width {d_v}", reveal=False,
               mistakes=[("the output mixes the keys, not the values", ref_alpha @ K if d_k == d_v else np.nan)])
-
-
-def test_attend_leaves_input_alone(student):
-    """attend does not change q, K or V"""
-    unchanged(student, "attend", RNG.normal(size=3), RNG.normal(size=(4, 3)), RNG.normal(size=(4, 2)),
-              what="attend")

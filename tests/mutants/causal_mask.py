@@ -7,36 +7,44 @@ variant must earn full marks. Entries marked ``demo`` are students of the
 """
 
 MISTAKES = {
-    "mask-after-softmax": {"demo": True, "cells": {"masked_softmax": '''
+    "mask-after-softmax": {"warned": "The blocked scores are replaced by -inf before the softmax",
+        "demo": True, "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     return softmax(np.asarray(scores, dtype=float)) * mask
 '''}},
-    "mask-transposed": {"demo": True, "cells": {"causal_mask": '''
+    "mask-transposed": {"warned": "True where query i may look at key j ... True on and below the diagonal",
+        "demo": True, "cells": {"causal_mask": '''
 def causal_mask(n):
     return np.triu(np.ones((n, n), dtype=bool))
 '''}},
-    "mask-without-diagonal": {"cells": {"causal_mask": '''
+    "mask-without-diagonal": {"warned": "True on and below the diagonal",
+        "cells": {"causal_mask": '''
 def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool), k=-1)
 '''}},
-    "mask-of-floats": {"cells": {"causal_mask": '''
+    "mask-of-floats": {"warned": "of dtype bool",
+        "cells": {"causal_mask": '''
 def causal_mask(n):
     return np.tril(np.ones((n, n)))
 '''}},
-    "mask-multiplies-scores": {"cells": {"masked_softmax": '''
+    "mask-multiplies-scores": {"warned": "The blocked scores are replaced by -inf",
+        "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     return softmax(np.asarray(scores, dtype=float) * mask)
 '''}},
-    "mask-fills-minus-one": {"cells": {"masked_softmax": '''
+    "mask-fills-minus-one": {"warned": "The blocked scores are replaced by -inf",
+        "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     return softmax(np.where(mask, scores, -1.0))
 '''}},
-    "mask-in-place": {"cells": {"masked_softmax": '''
+    "mask-in-place": {"warned": "Leave scores as it was",
+        "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores[~np.asarray(mask, dtype=bool)] = -np.inf
     return softmax(scores)
 '''}},
-    "mask-two-dimensional-only": {"cells": {"masked_softmax": '''
+    "mask-two-dimensional-only": {"warned": "or a whole batch of them, for example (batch, heads, n, n)",
+        "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
     n = scores.shape[0]
@@ -46,23 +54,27 @@ def masked_softmax(scores, mask):
         out[i, allowed] = softmax(scores[i, allowed])
     return out
 '''}},
-    "mask-ignores-argument": {"cells": {"masked_softmax": '''
+    "mask-ignores-argument": {"warned": "a mask of the full shape gives each item its own",
+        "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
     n = scores.shape[-1]
     return softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf))
 '''}},
-    "wrong-order-is-right-order": {"cells": {"softmax_then_mask": '''
+    "wrong-order-is-right-order": {"warned": "the softmax along the last axis of the unmasked scores, then the blocked weights set to 0",
+        "cells": {"softmax_then_mask": '''
 def softmax_then_mask(scores, mask):
     weights = masked_softmax(scores, mask)
     return weights, weights.sum(axis=-1)
 '''}},
-    "wrong-order-column-sums": {"cells": {"softmax_then_mask": '''
+    "wrong-order-column-sums": {"warned": "row_sums[i], the sum of row i",
+        "cells": {"softmax_then_mask": '''
 def softmax_then_mask(scores, mask):
     weights = softmax(scores) * mask
     return weights, weights.sum(axis=0)
 '''}},
-    "scale-not-divided": {"cells": {"scale_experiment": '''
+    "scale-not-divided": {"warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
+        "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
     out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
@@ -77,7 +89,8 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-divided-by-d": {"cells": {"scale_experiment": '''
+    "scale-divided-by-d": {"warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
+        "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
     out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
@@ -92,7 +105,8 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-sample-sd": {"cells": {"scale_experiment": '''
+    "scale-sample-sd": {"warned": "s.std() (the population standard deviation, numpy's default)",
+        "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
     out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
@@ -107,7 +121,8 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-unseeded": {"cells": {"scale_experiment": '''
+    "scale-unseeded": {"warned": "Make one generator, rng = np.random.default_rng(seed)",
+        "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
     for d in d_values:
@@ -121,7 +136,8 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-eight-keys-always": {"cells": {"scale_experiment": '''
+    "scale-eight-keys-always": {"warned": "K = rng.normal(0, 1, (n_keys, d))",
+        "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
     out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
@@ -136,7 +152,8 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "hard-coded-chapter": {"cells": {"causal_mask": '''
+    "hard-coded-chapter": {"warned": "the grader runs other seeds: write general code",
+        "cells": {"causal_mask": '''
 def causal_mask(n):
     return np.array([[True, False, False, False], [True, True, False, False],
                      [True, True, True, False], [True, True, True, True]])
@@ -147,6 +164,39 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
             "entropy_raw": np.array([1.7771, 0.9743, 0.5058, 0.2512, 0.1333]),
             "entropy_scaled": np.array([2.4764, 2.4970, 2.4844, 2.4555, 2.4894]),
             "max_alpha_raw": np.array([0.5492, 0.7488, 0.8577, 0.9282, 0.9611])}
+'''}},
+    "mask-off-by-one": {"warned": "True on and below the diagonal, False above it", "cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=1)
+'''}},
+    "mask-first-item-for-all": {"warned": "a mask of the full shape gives each item its own",
+        "cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    mask = np.asarray(mask, dtype=bool)
+    if mask.ndim > 2:
+        mask = mask.reshape(-1, *mask.shape[-2:])[0]     # one (n, n) mask for every item
+    return softmax(np.where(mask, scores, -np.inf))
+'''}},
+    "scale-entropy-in-nats": {"warned": "the entropy in bits of softmax(s)", "cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def entropy(p):
+        p = p[p > 0]
+        return float(-(p * np.log(p)).sum())
+
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy(a), entropy(softmax(s / np.sqrt(d))), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return out
 '''}},
 }
 
@@ -226,22 +276,27 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
             result[key].append(total / trials)
     return result
 '''},
-    "float32-vectorised": {"masked_softmax": '''
+    "float32-throughout": {"masked_softmax": '''
 def masked_softmax(scores, mask):
-    z = np.asarray(scores, dtype=np.float32)
-    z = np.where(mask, z, np.float32(-np.inf))
+    z = np.where(mask, np.asarray(scores, dtype=np.float32), np.float32(-np.inf))
     e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return (e / e.sum(axis=-1, keepdims=True)).astype(np.float32)
+    return e / e.sum(axis=-1, keepdims=True)
+''', "softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    z = np.asarray(scores, dtype=np.float32)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    weights = np.where(mask, e / e.sum(axis=-1, keepdims=True), np.float32(0))
+    return weights, weights.sum(axis=-1)
 ''', "scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
     columns = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
     for d in d_values:
-        Q = rng.standard_normal((trials, d))
-        K = rng.standard_normal((trials, n_keys, d))
+        Q = rng.standard_normal((trials, d)).astype(np.float32)
+        K = rng.standard_normal((trials, n_keys, d)).astype(np.float32)
         S = np.einsum("tkd,td->tk", K, Q)
         A = softmax(S)
-        B = softmax(S / np.sqrt(d))
+        B = softmax(S / np.float32(np.sqrt(d)))
         columns["d_k"].append(d)
         columns["sd"].append(S.std(axis=1).mean())
         columns["entropy_raw"].append(np.mean([entropy_bits(a) for a in A]))

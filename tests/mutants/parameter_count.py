@@ -34,23 +34,32 @@ def _counting(attention="4 * d_model * d_model + 3 * d_model * qkv_bias + d_mode
 
 
 MISTAKES = {
-    "no-ffn-bias": {"demo": True, "cells": {"transformer_parameters": _counting(
+    "no-ffn-bias": {"warned": "with ffn_bias their biases, d_ff and d_model",
+        "demo": True, "cells": {"transformer_parameters": _counting(
         feed_forward="2 * d_model * d_ff")}},
-    "one-norm-per-block": {"cells": {"transformer_parameters": _counting(
+    "one-norm-per-block": {"warned": "two per block ... so 4 d_model per block",
+        "cells": {"transformer_parameters": _counting(
         norms="2 * d_model * layer_norm")}},
-    "two-per-norm": {"cells": {"transformer_parameters": _counting(
+    "two-per-norm": {"warned": "each with a gain and a shift of width d_model",
+        "cells": {"transformer_parameters": _counting(
         norms="2 * 2 * layer_norm")}},
-    "tied-output-counted": {"cells": {"transformer_parameters": _counting(
+    "tied-output-counted": {"warned": "With tied_unembedding=True the output layer reuses the token table and costs nothing",
+        "cells": {"transformer_parameters": _counting(
         unembedding="vocab * d_model")}},
-    "heads-multiply-attention": {"cells": {"transformer_parameters": _counting(
+    "heads-multiply-attention": {"warned": "the number of heads changes nothing",
+        "cells": {"transformer_parameters": _counting(
         attention="n_heads * 3 * d_model * d_model + d_model * d_model + 3 * d_model * qkv_bias + d_model * out_bias")}},
-    "attention-without-w-o": {"cells": {"transformer_parameters": _counting(
+    "attention-without-w-o": {"warned": "W_O adds d_model^2",
+        "cells": {"transformer_parameters": _counting(
         attention="3 * d_model * d_model + 3 * d_model * qkv_bias")}},
-    "final-norm-per-layer": {"cells": {"transformer_parameters": _counting(
+    "final-norm-per-layer": {"warned": "final_norm=True adds one more after the last block",
+        "cells": {"transformer_parameters": _counting(
         final="n_layers * 2 * d_model * final_norm")}},
-    "qkv-bias-once": {"cells": {"transformer_parameters": _counting(
+    "qkv-bias-once": {"warned": "one bias vector for the queries, one for the keys and one for the values",
+        "cells": {"transformer_parameters": _counting(
         attention="4 * d_model * d_model + d_model * qkv_bias + d_model * out_bias")}},
-    "positions-per-layer": {"cells": {"transformer_parameters": _counting(
+    "positions-per-layer": {"warned": "a learned position table (context x d_model)",
+        "cells": {"transformer_parameters": _counting(
         embeddings="vocab * d_model + n_layers * context * d_model")}},
     "chapter-table-hard-coded": {"cells": {"transformer_parameters": f'''
 {_SIGNATURE}
@@ -63,6 +72,13 @@ MISTAKES = {
             "per_layer": per_layer, "embeddings": embeddings,
             "total": embeddings + n_layers * per_layer}}
 '''}},
+    "qkv-bias-per-head": {"warned": "3 d_model in all, however many heads", "cells": {"transformer_parameters": _counting(
+        attention="4 * d_model * d_model + 3 * n_heads * d_model * qkv_bias + d_model * out_bias")}},
+    "untied-output-counted-twice": {"warned": "embeddings: the token table plus the learned position table",
+        "cells": {"transformer_parameters": _counting(
+            embeddings="vocab * d_model + context * d_model + (0 if tied_unembedding else vocab * d_model)")}},
+    "final-norm-always": {"warned": "final_norm=True adds one more after the last block",
+        "cells": {"transformer_parameters": _counting(final="2 * d_model")}},
 }
 
 CORRECT = {
@@ -115,5 +131,20 @@ CORRECT = {
             "per_layer": per_layer, "embeddings": tables["tokens"] + tables["positions"], "tables": tables,
             "heads": n_heads, "d_k": d_model // n_heads,
             "total": sum(tables.values()) + n_layers * per_layer + (2 * d if final_norm else 0)}}
+'''},
+    "float32-inputs": {"transformer_parameters": f'''
+{_SIGNATURE}
+    vocab, d, n_layers, n_heads, d_ff, context = (np.float32(v) for v in
+                                                  (vocab, d_model, n_layers, n_heads, d_ff, context))
+    vocab, d, n_layers, d_ff, context = (np.float64(v) for v in (vocab, d, n_layers, d_ff, context))
+    # counts are whole numbers: float64 holds them exactly, float32 only up to 2**24
+    attention = 4 * d * d + 3 * d * qkv_bias + d * out_bias
+    feed_forward = 2 * d * d_ff + (d_ff + d) * ffn_bias
+    layer_norms = 4 * d * layer_norm
+    per_layer = attention + feed_forward + layer_norms
+    embeddings = (vocab + context) * d
+    total = embeddings + n_layers * per_layer + 2 * d * final_norm + (0 if tied_unembedding else vocab * d)
+    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+            "per_layer": per_layer, "embeddings": embeddings, "total": total}}
 '''},
 }

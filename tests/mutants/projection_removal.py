@@ -55,7 +55,8 @@ def _layer(removal, forward):
 
 
 MISTAKES = {
-    "removed-but-parameters-kept": {"demo": True, "cells": _layer('''
+    "removed-but-parameters-kept": {"warned": "the key's Linear must be gone from the model",
+        "demo": True, "cells": _layer('''
         pass   # the removed projections are simply not used in forward
 ''', '''
         q = x if 'query' in self.remove else self.query(x)
@@ -65,7 +66,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "scale-by-width": {"cells": _layer('''
+    "scale-by-width": {"warned": "One head as wide as the embedding, so the scale is sqrt(E)",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -76,7 +78,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "hard-coded-scale-of-64": {"cells": _layer('''
+    "hard-coded-scale-of-64": {"warned": "the scale is sqrt(E)",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -87,7 +90,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "no-mask": {"cells": _layer('''
+    "no-mask": {"warned": "The mask blocks every key j > i before the softmax",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -98,7 +102,8 @@ MISTAKES = {
         weights = self.softmax(scores)
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "mask-after-softmax": {"cells": _layer('''
+    "mask-after-softmax": {"warned": "The mask blocks every key j > i before the softmax",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -109,7 +114,8 @@ MISTAKES = {
         weights = self.mask(self.softmax(scores))
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "softmax-over-queries": {"cells": _layer('''
+    "softmax-over-queries": {"warned": "the softmax, which then runs over the keys (the last axis)",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -120,7 +126,8 @@ MISTAKES = {
         weights = F.softmax(self.mask(scores), axis=-2)
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "out-projection-skipped": {"cells": _layer('''
+    "out-projection-skipped": {"warned": "output = (A V) W_o + b_o",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -131,7 +138,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return weights @ v
 ''')},
-    "value-from-query": {"cells": _layer('''
+    "value-from-query": {"warned": "V = x W_v + b_v",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -142,7 +150,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "remove-ignored": {"cells": _layer('''
+    "remove-ignored": {"warned": "with remove=('key',) the layer uses K = x",
+        "cells": _layer('''
         pass
 ''', '''
         q, k, v = self.query(x), self.key(x), self.value(x)
@@ -150,7 +159,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "keys-transposed-wrong": {"cells": _layer('''
+    "keys-transposed-wrong": {"warned": "A = softmax(mask(Q K^T / sqrt(E)))",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -161,7 +171,8 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "softmax-in-numpy-cuts-the-gradient": {"cells": _layer('''
+    "softmax-in-numpy-cuts-the-gradient": {"warned": "Use the framework's operations ..., not numpy on .data",
+        "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -172,6 +183,39 @@ MISTAKES = {
         s = np.where(np.tril(np.ones(scores.shape[-2:], dtype=bool)), scores.data, -1e9)
         e = np.exp(s - s.max(axis=-1, keepdims=True))
         weights = Tensor(e / e.sum(axis=-1, keepdims=True))
+        return self.out(weights @ v)                                 # (B, T, E)
+''')},
+    "no-scale": {"warned": "the scale is sqrt(E)", "cells": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        q = x if self.query is None else self.query(x)               # (B, T, E)
+        k = x if self.key is None else self.key(x)                   # (B, T, E)
+        v = x if self.value is None else self.value(x)               # (B, T, E)
+        weights = self.softmax(self.mask(q @ k.transpose(-2, -1)))
+        return self.out(weights @ v)                                 # (B, T, E)
+''')},
+    "scale-by-sqrt-of-length": {"warned": "One head as wide as the embedding, so the scale is sqrt(E)",
+        "cells": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        q = x if self.query is None else self.query(x)               # (B, T, E)
+        k = x if self.key is None else self.key(x)                   # (B, T, E)
+        v = x if self.value is None else self.value(x)               # (B, T, E)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(x.shape[-2]))
+        weights = self.softmax(self.mask(scores))                    # future keys get weight 0
+        return self.out(weights @ v)                                 # (B, T, E)
+''')},
+    "mask-blocks-the-past": {"warned": "The mask blocks every key j > i", "cells": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        q = x if self.query is None else self.query(x)               # (B, T, E)
+        k = x if self.key is None else self.key(x)                   # (B, T, E)
+        v = x if self.value is None else self.value(x)               # (B, T, E)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
+        weights = self.softmax(self.mask(scores.transpose(-2, -1)).transpose(-2, -1))
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
 }
@@ -210,5 +254,24 @@ CORRECT = {
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
+'''),
+    "float32-throughout": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        def float32(t):     # a cast the gradient flows back through, in the input's dtype
+            out = F._result(t.data.astype(np.float32), (t,))
+            if out.requires_grad:
+                out._backward = lambda: F._accumulate(t, out.grad.astype(t.dtype))
+            return out
+
+        def project(linear, inp):
+            return inp if linear is None else F.linear(inp, float32(linear.weight), float32(linear.bias))
+
+        x = float32(x)
+        q, k, v = project(self.query, x), project(self.key, x), project(self.value, x)
+        scores = (q @ k.transpose(-2, -1)) * float(np.float32(1.0 / math.sqrt(self.embed_size)))
+        weights = self.softmax(self.mask(scores))
+        return project(self.out, weights @ v)
 '''),
 }

@@ -7,7 +7,8 @@ variant must earn full marks. Entries marked ``demo`` are students of the
 """
 
 MISTAKES = {
-    "scale-by-d-model": {"demo": True, "cells": {"multi_head_attention": '''
+    "scale-by-d-model": {"warned": "d_k is the width of this head ... not by sqrt(d_model)",
+        "demo": True, "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     x = np.asarray(x, dtype=float)
     outputs = []
@@ -18,56 +19,65 @@ def multi_head_attention(x, heads, W_o):
         outputs.append(softmax(scores) @ V)
     return np.hstack(outputs) @ W_o
 '''}},
-    "no-scale": {"cells": {"causal_attention": '''
+    "no-scale": {"warned": "S = Q K^T / sqrt(d_k)",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T
     scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "scale-by-length": {"cells": {"causal_attention": '''
+    "scale-by-length": {"warned": "d_k is the width of this head (the number of columns of Q)",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[0])
     scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "attention-mask-transposed": {"cells": {"causal_attention": '''
+    "attention-mask-transposed": {"warned": "token i may look at tokens j <= i only",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
     scores = np.where(np.triu(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "no-mask": {"cells": {"causal_attention": '''
+    "no-mask": {"warned": "token i may look at tokens j <= i only",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     weights = softmax(Q @ K.T / np.sqrt(Q.shape[1]))
     return weights @ V, weights
 '''}},
-    "attention-mask-after-softmax": {"cells": {"causal_attention": '''
+    "attention-mask-after-softmax": {"warned": "Blocked scores are set to -inf before the softmax, so every row of A still sums to 1",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     weights = softmax(Q @ K.T / np.sqrt(Q.shape[1]))
     weights = weights * np.tril(np.ones(weights.shape))
     return weights @ V, weights
 '''}},
-    "softmax-over-queries": {"cells": {"causal_attention": '''
+    "softmax-over-queries": {"warned": "the softmax runs along the last axis",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
     scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
     weights = softmax(scores, axis=0)
     return weights @ V, weights
 '''}},
-    "heads-reversed": {"cells": {"multi_head_attention": '''
+    "heads-reversed": {"warned": "concatenated in order, head 1's columns first",
+        "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs[::-1], axis=1) @ W_o
 '''}},
-    "forgot-w-o": {"cells": {"multi_head_attention": '''
+    "forgot-w-o": {"warned": "the output projection W_O ... mixes them back",
+        "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs, axis=1)
 '''}},
-    "heads-averaged": {"cells": {"multi_head_attention": '''
+    "heads-averaged": {"warned": "concatenated in order ... and the output projection W_O",
+        "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     total = 0
     for i, head in enumerate(heads):
@@ -76,21 +86,25 @@ def multi_head_attention(x, heads, W_o):
         total = total + out @ W_o[i * d:(i + 1) * d]
     return total / len(heads)
 '''}},
-    "weights-transposed": {"cells": {"project_qkv": '''
+    "weights-transposed": {"warned": "x @ W_q, not W_q @ x and not x @ W_q.T",
+        "cells": {"project_qkv": '''
 def project_qkv(x, W_q, W_k, W_v):
     return x @ W_q.T, x @ W_k.T, x @ W_v.T
 '''}},
-    "same-matrix-for-q-and-k": {"cells": {"project_qkv": '''
+    "same-matrix-for-q-and-k": {"warned": "a head looks at x through three matrices",
+        "cells": {"project_qkv": '''
 def project_qkv(x, W_q, W_k, W_v):
     return x @ W_q, x @ W_q, x @ W_v
 '''}},
-    "zero-instead-of-minus-inf": {"cells": {"causal_attention": '''
+    "zero-instead-of-minus-inf": {"warned": "Blocked scores are set to -inf (or a very large negative number)",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
     weights = softmax(scores * np.tril(np.ones(scores.shape)))
     return weights @ V, weights
 '''}},
-    "scales-q-in-place": {"cells": {"causal_attention": '''
+    "scales-q-in-place": {"warned": "returns new ones and never changes its inputs",
+        "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     Q /= math.sqrt(Q.shape[1])
     scores = Q @ K.T
@@ -102,6 +116,25 @@ def causal_attention(Q, K, V):
 def multi_head_attention(x, heads, W_o):
     # the chapter's printed attention output, whatever the input
     return np.array([[-1.7320046213947808, 0.0, 0.0, -1.7320046213947808], [-1.0282743322440009, 0.0, 0.0, 1.2299049709514662], [0.02718839304049411, 0.0, 0.0, 2.0061696741989574], [-0.4903229560748786, 0.0, 0.0, 1.7517940943533918]])
+'''}},
+    "attention-mask-off-by-one": {"warned": "token i may look at tokens j <= i only", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    scores = np.where(np.tril(np.ones(scores.shape, dtype=bool), k=1), scores, -np.inf)
+    weights = softmax(scores)
+    return weights @ V, weights
+'''}},
+    "heads-stacked-as-rows": {"warned": "concatenated in order ... into one (n, h d_v) array", "cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.concatenate(outputs, axis=0) @ W_o
+'''}},
+    "output-from-keys": {"warned": "output = A V", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)
+    weights = softmax(scores)
+    return weights @ K, weights
 '''}},
 }
 
@@ -146,13 +179,23 @@ def causal_attention(Q, K, V):
 def project_qkv(x, W_q, W_k, W_v):
     return tuple(np.einsum("nd,dk->nk", x, W) for W in (W_q, W_k, W_v))
 '''},
-    "float32": {"causal_attention": '''
+    "float32-throughout": {"project_qkv": '''
+def project_qkv(x, W_q, W_k, W_v):
+    x = np.asarray(x, dtype=np.float32)
+    return tuple(x @ np.asarray(W, dtype=np.float32) for W in (W_q, W_k, W_v))
+''', "causal_attention": '''
 def causal_attention(Q, K, V):
     Q, K, V = (np.asarray(a, dtype=np.float32) for a in (Q, K, V))
     scores = Q @ K.T / np.float32(np.sqrt(Q.shape[1]))
     scores[np.triu_indices(scores.shape[0], k=1)] = -np.inf
-    weights = softmax(scores).astype(np.float32)
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights = e / e.sum(axis=-1, keepdims=True)
     return weights @ V, weights
+''', "multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=np.float32)
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.concatenate(outputs, axis=1) @ np.asarray(W_o, dtype=np.float32)
 '''},
     "slices-of-w-o": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):

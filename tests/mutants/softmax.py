@@ -7,69 +7,99 @@ variant must earn full marks (tests/test_mutants.py). Entries marked
 """
 
 MISTAKES = {
-    "softmax-no-max-shift": {"demo": True, "cells": {"softmax": '''
+    "softmax-no-max-shift": {"warned": "Subtracting the largest score first ... keeps every exponent at or below zero",
+        "demo": True, "cells": {"softmax": '''
 def softmax(z, axis=-1):
     e = np.exp(np.asarray(z, dtype=float))
     return e / e.sum(axis=axis, keepdims=True)
 '''}},
-    "softmax-wrong-axis": {"demo": True, "cells": {"softmax": '''
+    "softmax-wrong-axis": {"warned": "softmax(z, axis=-1) normalises along axis",
+        "demo": True, "cells": {"softmax": '''
 def softmax(z, axis=-1):
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.max(axis=0, keepdims=True))
     return e / e.sum(axis=0, keepdims=True)
 '''}},
-    "entropy-in-nats": {"demo": True, "cells": {"entropy_bits": '''
+    "entropy-in-nats": {"warned": "The entropy ... In bits",
+        "demo": True, "cells": {"entropy_bits": '''
 def entropy_bits(p):
     p = np.asarray(p, dtype=float)
     p = p[p > 0]
     return float(-(p * np.log(p)).sum())
 '''}},
-    "attend-without-scale": {"demo": True, "cells": {"attend": '''
+    "attend-without-scale": {"warned": "alpha = softmax(K q / sqrt(d_k))",
+        "demo": True, "cells": {"attend": '''
 def attend(q, K, V):
     alpha = softmax(np.asarray(K) @ np.asarray(q))
     return alpha, alpha @ np.asarray(V)
 '''}},
-    "softmax-global-sum": {"cells": {"softmax": '''
+    "softmax-global-sum": {"warned": "every slice along that axis sums to 1",
+        "cells": {"softmax": '''
 def softmax(z, axis=-1):
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.max())
     return e / e.sum()
 '''}},
-    "softmax-in-place": {"cells": {"softmax": '''
+    "softmax-in-place": {"warned": "returns new arrays and never changes its inputs",
+        "cells": {"softmax": '''
 def softmax(z, axis=-1):
     z -= np.max(z, axis=axis, keepdims=True)
     np.exp(z, out=z)
     z /= z.sum(axis=axis, keepdims=True)
     return z
 '''}},
-    "entropy-keeps-zeros": {"cells": {"entropy_bits": '''
+    "entropy-keeps-zeros": {"warned": "0 log 0 taken as 0: a weight of zero contributes nothing",
+        "cells": {"entropy_bits": '''
 def entropy_bits(p):
     p = np.asarray(p, dtype=float)
     return float(-(p * np.log2(p)).sum())
 '''}},
-    "attend-scale-by-dk": {"cells": {"attend": '''
+    "attend-scale-by-dk": {"warned": "alpha = softmax(K q / sqrt(d_k))",
+        "cells": {"attend": '''
 def attend(q, K, V):
     q = np.asarray(q, dtype=float)
     alpha = softmax(np.asarray(K) @ q / q.shape[0])
     return alpha, alpha @ np.asarray(V)
 '''}},
-    "attend-mixes-keys": {"cells": {"attend": '''
+    "attend-mixes-keys": {"warned": "output = alpha V",
+        "cells": {"attend": '''
 def attend(q, K, V):
     q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
     alpha = softmax(K @ q / np.sqrt(q.shape[0]))
     return alpha, alpha @ K
 '''}},
-    "attend-scales-query-in-place": {"cells": {"attend": '''
+    "attend-scales-query-in-place": {"warned": "returns new arrays and never changes its inputs",
+        "cells": {"attend": '''
 def attend(q, K, V):
     q = np.asarray(q)
     q /= math.sqrt(q.shape[0])          # changes the caller's query
     alpha = softmax(np.asarray(K) @ q)
     return alpha, alpha @ np.asarray(V)
 '''}},
-    "hard-coded-chapter": {"cells": {"attend": '''
+    "hard-coded-chapter": {"warned": "write general code, not the numbers printed here",
+        "cells": {"attend": '''
 def attend(q, K, V):
     alpha = np.array([0.336944882926855, 0.3019383367816182, 0.3611167802915269])
     return alpha, np.array([0.4118356887019818, 0.4514480213456581, 0.5816418550238199])
+'''}},
+    "softmax-max-without-keepdims": {"warned": "softmax(z, axis=-1) normalises along axis, for an array of any shape",
+        "cells": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=axis))
+    return e / e.sum(axis=axis)
+'''}},
+    "attend-pair-swapped": {"warned": "attend(q, K, V) returns the pair (alpha, output)", "cells": {"attend": '''
+def attend(q, K, V):
+    q = np.asarray(q, dtype=float)
+    alpha = softmax(np.asarray(K) @ q / math.sqrt(q.shape[0]))
+    return alpha @ np.asarray(V), alpha
+'''}},
+    "entropy-per-entry": {"warned": "H(p) = -sum_i p_i log2 p_i", "cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(p > 0, -p * np.log2(p), 0.0)
 '''}},
 }
 
@@ -110,6 +140,22 @@ def entropy_bits(p):
     p = np.asarray(p, dtype=np.float32)
     nz = p[p != 0]
     return float(np.sum(-nz * np.log(nz)) / np.log(2))
+'''},
+    "float32-throughout": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+''', "entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=np.float32).ravel()
+    p = p[p > 0]
+    return -(p * np.log2(p)).sum()
+''', "attend": '''
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=np.float32) for a in (q, K, V))
+    alpha = softmax(K @ q / np.float32(np.sqrt(q.shape[0])))
+    return alpha, alpha @ V
 '''},
     "einsum": {"attend": '''
 def attend(q, K, V):

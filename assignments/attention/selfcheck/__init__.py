@@ -5,44 +5,92 @@ functions defined in the notebook right now; ``pytest`` in the assignment
 folder runs all of them against the saved notebook in a fresh process.
 """
 
+import functools
 import importlib.util
 import json
 import os
 
 
+class SelfCheckFailed(Exception):
+    """A check cell whose part does not pass its public checks (the lines above say why)."""
+
+
 def _public_tests(path):
+    """(name, test taking the student) for every test in a public file, parametrized ones expanded."""
     spec = importlib.util.spec_from_file_location(f"public_{os.path.basename(path)[:-3]}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return [(name, fn) for name, fn in vars(module).items()
-            if name.startswith("test_") and callable(fn)]
+    tests = []
+    for name, fn in vars(module).items():
+        if not (name.startswith("test_") and callable(fn)):
+            continue
+        cases = [("", {})]
+        for mark in getattr(fn, "pytestmark", []):
+            if mark.name == "parametrize":
+                names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else mark.args[0]
+                values = [v if len(names) > 1 else (v,) for v in mark.args[1]]
+                ids = mark.kwargs.get("ids") or [",".join(map(str, v)) for v in values]
+                cases = [(f"{label} [{i}]", dict(case, **dict(zip(names, value))))
+                         for label, case in cases for i, value in zip(ids, values)]
+        tests += [(name + label, functools.partial(fn, **case) if case else fn) for label, case in cases]
+    return tests
+
+
+def _run(tests, student):
+    """(first line of the check, None or the reason it failed) for each test."""
+    from selfcheck.checks import CheckFailed
+    from selfcheck.student import StudentError
+
+    for name, fn in tests:
+        what = (getattr(fn, "func", fn).__doc__ or name).strip().splitlines()[0] + name[len(name.split(" ")[0]):]
+        try:
+            fn(student)
+        except (CheckFailed, StudentError) as exc:
+            yield what, getattr(exc, "message", None) or str(exc)
+        except Exception as exc:  # noqa: BLE001 - report, never crash the notebook
+            yield what, f"{type(exc).__name__}: {exc}"
+        else:
+            yield what, None
 
 
 def check(part, folder="."):
-    """Run one part's public checks on this notebook's current definitions and print them."""
+    """Run one part's public checks on this notebook's current definitions and print them.
+
+    Cells of the saved notebook that do not compile are reported first; a check
+    that uses a function of another part which fails its own checks says so.
+    Raises :class:`SelfCheckFailed` at the end when anything failed.
+    """
     import __main__
 
-    from selfcheck.checks import CheckFailed
-    from selfcheck.student import LocalStudent, StudentError
+    from selfcheck import notes
+    from selfcheck.program import NotebookError, read_notebook
+    from selfcheck.student import LocalStudent
 
     with open(os.path.join(folder, "selfcheck", "manifest.json")) as fh:
         info = json.load(fh)
     entry = next(p for p in info["parts"] if p["id"] == part)
+    try:
+        nb = read_notebook(os.path.join(folder, info["notebook"]))
+    except NotebookError:
+        nb = None
+    unloaded = notes.syntax_errors(nb) if nb else []
+    for line in unloaded:
+        print(f"  FAIL  {line} (in the notebook as last saved)")
     student = LocalStudent(vars(__main__))
-    passed = 0
-    tests = _public_tests(os.path.join(folder, entry["tests"]))
-    for name, fn in tests:
-        what = (fn.__doc__ or name).strip().splitlines()[0]
-        try:
-            fn(student)
-        except (CheckFailed, StudentError) as exc:
-            print(f"  FAIL  {what}\n        {getattr(exc, 'message', None) or exc}")
-        except Exception as exc:  # noqa: BLE001 - report, never crash the notebook
-            print(f"  FAIL  {what}\n        {type(exc).__name__}: {exc}")
-        else:
+    uses = notes.uses(nb, info["parts"]) if nb else {}
+    failing_parts = {other for other in uses.get(part, {})
+                     if any(reason for _, reason in _run(_public_tests(os.path.join(folder, f"test_{other}.py")),
+                                                            student))}
+    lean = notes.leaning_on(part, uses, failing_parts)
+    passed = failed = 0
+    for what, reason in _run(_public_tests(os.path.join(folder, entry["tests"])), student):
+        if reason is None:
             passed += 1
             print(f"  ok    {what}")
-    print(f"{part}: {passed} of {len(tests)} public checks pass. "
-          f"Grading adds {entry['hidden_checks']} hidden checks.")
-    if passed < len(tests):
-        raise AssertionError(f"{part}: {len(tests) - passed} of {len(tests)} public checks failed (see above)")
+        else:
+            failed += 1
+            print(f"  FAIL  {what}\n        " + (f"{lean}\n        " if lean else "") + reason)
+    print(f"{part}: " + notes.closing(passed, failed + len(unloaded), entry["hidden_checks"]))
+    if failed or unloaded:
+        raise SelfCheckFailed(f"{part}: {failed + len(unloaded)} public check(s) failed; the lines above say "
+                              "what came back and, where a known mistake explains it, which one") from None

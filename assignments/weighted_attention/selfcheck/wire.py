@@ -10,6 +10,7 @@ of a message before parsing it, and every string is made clean text
 
 import base64
 import json
+import math
 import re
 import unicodedata
 
@@ -17,6 +18,7 @@ import numpy as np
 
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "float32", "float64"}
+_NAMES = {np.dtype(name): name for name in _DTYPES}     # dtype.name is slow to ask, often
 MAX_DEPTH = 20
 MAX_BYTES = 16 << 20        # one message from the student's process
 MAX_PARTS = 200_000         # lists and dicts in one message (each costs the parser memory)
@@ -66,11 +68,12 @@ def encode(value, _depth=0):
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.ndarray):
-        if value.dtype.name not in _DTYPES:
+        name = _NAMES.get(value.dtype)
+        if name is None:
             raise WireError(f"array of dtype {value.dtype} (expected numbers)")
         data = np.ascontiguousarray(value)
         return {"__ndarray__": base64.b64encode(data.tobytes()).decode("ascii"),
-                "dtype": data.dtype.name, "shape": list(data.shape)}
+                "dtype": name, "shape": list(data.shape)}
     if isinstance(value, tuple):
         return {"__tuple__": [encode(v, _depth + 1) for v in value]}
     if isinstance(value, list):
@@ -124,7 +127,7 @@ def _decode(data, _depth):
             raise WireError("an array with an impossible shape")
         raw = base64.b64decode(data["__ndarray__"])
         arr = np.frombuffer(raw, dtype=dtype)
-        if arr.size != int(np.prod(shape, dtype=np.int64)):
+        if arr.size != math.prod(shape):
             raise WireError("array size does not match its shape")
         return arr.reshape(shape).copy()
     raise WireError("unknown tagged value on the wire")

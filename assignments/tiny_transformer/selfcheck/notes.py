@@ -1,0 +1,82 @@
+"""What the self-check says around the checks: cells that did not load, parts that
+lean on other parts, and the closing line.
+
+Shared by ``pytest`` in the assignment folder (:mod:`selfcheck.plugin`) and the
+notebook's check cells (:func:`selfcheck.check`), so both say the same thing.
+"""
+
+import ast
+import re
+
+from selfcheck.program import grade_id, is_solution, source
+
+_WHERE = re.compile(r"\s*\(<cell [^>]*>, line (\d+)\)")
+
+
+def load_failure(entry, code=None):
+    """One line for a cell that did not load: its name, the error and the line."""
+    error = entry["error"]
+    found = _WHERE.search(error)
+    if found:                       # a SyntaxError: name the line, and show it when we have the code
+        number = int(found.group(1))
+        lines = (code or "").splitlines()
+        shown = f": {lines[number - 1].strip()[:120]}" if 0 < number <= len(lines) else ""
+        error = _WHERE.sub("", error) + f" (line {number}{shown})"
+    return f"the cell '{entry['cell']}' did not load: {error}"
+
+
+def syntax_errors(nb):
+    """Load failures, as :func:`load_failure` entries, of the code cells that do not compile."""
+    found = []
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code" or not is_solution(cell):
+            continue
+        label = grade_id(cell) or "a cell you added"
+        try:
+            compile(source(cell), f"<cell {label}>", "exec")
+        except SyntaxError as exc:
+            found.append(({"cell": label, "error": f"{type(exc).__name__}: {exc}"}, source(cell)))
+    return [load_failure(entry, code) for entry, code in found]
+
+
+def _names(code, kinds, label=""):
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:         # a cell that does not compile defines what it is named after
+        return {label} if kinds == "defined" else set()
+    if kinds == "defined":
+        return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
+def uses(nb, parts):
+    """part -> {other part: [its functions this part's cells call]}, read from the notebook."""
+    code = {grade_id(c): source(c) for c in nb["cells"] if grade_id(c)}
+    defined = {p["id"]: set().union(*(_names(code.get(c, ""), "defined", c) for c in p["cells"]))
+               for p in parts}
+    found = {}
+    for part in parts:
+        called = set().union(*(_names(code.get(c, ""), "used") for c in part["cells"]))
+        found[part["id"]] = {other: sorted(called & names) for other, names in defined.items()
+                             if other != part["id"] and called & names}
+    return found
+
+
+def leaning_on(part, uses_of, failing_parts):
+    """The sentence for a failing check of ``part`` whose helpers from other parts fail, or ''."""
+    broken = [(other, names) for other, names in uses_of.get(part, {}).items() if other in failing_parts]
+    if not broken:
+        return ""
+    said = "; ".join(f"{', '.join(f'`{n}`' for n in names)} from part {other}" for other, names in broken)
+    return (f"This part uses your {said}, which fails some of its own public checks: fix that part "
+            "first. (At grading, each part runs with the reference version of the other parts.)")
+
+
+def closing(passed, failed, hidden):
+    """The self-check's last line: where the student stands, and what grading adds."""
+    if failed:
+        return (f"{passed} public checks passed, {failed} failed: fix those first. "
+                f"At grading {hidden} hidden checks also run, with inputs you have not seen.")
+    return (f"all {passed} public checks pass, so every number the notebook states and "
+            f"every rule it gives is met; only the unpredictable inputs are left: at grading {hidden} "
+            "hidden checks run with inputs you have not seen.")

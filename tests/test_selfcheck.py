@@ -1,0 +1,128 @@
+"""The self-check as a student meets it: the check cells executed in a real Jupyter kernel, and
+``pytest`` in a released folder; plus what grading says about the same notebooks.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from autograder import cohort, corpus
+from autograder.grading import grade_submission
+from selfcheck.program import grade_id
+
+SYNTAX_ERROR = '''def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=axis, keepdims=True)
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+# The experiment cell's budget, shrunk so that executing the notebook takes seconds.
+BUDGET = ("STEPS, EPOCHS, TEST_BATCHES = 600, None, 300", "STEPS, EPOCHS, TEST_BATCHES = 20, None, 5")
+
+
+def _student_folder(course, assignment, tmp_path, cells=None, stub=False):
+    """A released folder with the notebook a student saved in it."""
+    folder = tmp_path / assignment.id
+    shutil.copytree(course.release(assignment), folder, ignore=shutil.ignore_patterns("__pycache__"))
+    nb = cohort.stub(course, assignment) if stub else cohort.solved(course, assignment, cells)
+    for cell in nb["cells"]:
+        if grade_id(cell) == "run_experiment":
+            assert BUDGET[0] in cell["source"], "the experiment cell's budget line changed: update BUDGET"
+            cell["source"] = cell["source"].replace(*BUDGET)
+    with open(folder / assignment.notebook, "w") as fh:
+        json.dump(nb, fh, indent=1)
+    return folder
+
+
+def _execute(folder, notebook):
+    """Run every cell in a fresh kernel, top to bottom, as Jupyter's Run All does."""
+    nb = nbformat.read(folder / notebook, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    return nb
+
+
+def _text(cell):
+    return "".join(o.get("text", "") for o in cell.get("outputs", []) if o.output_type == "stream")
+
+
+def _errors(cell):
+    return [o for o in cell.get("outputs", []) if o.output_type == "error"]
+
+
+def _selfcheck(folder):
+    return subprocess.run([sys.executable, "-m", "pytest"], cwd=folder, capture_output=True, text=True,
+                          timeout=300)
+
+
+@pytest.fixture(autouse=True)
+def corpus_for_the_kernel(course, monkeypatch):
+    """A student's kernel finds the corpus beside the notebook; here it is told where it is."""
+    monkeypatch.setenv("TINYSHAKESPEARE", corpus.find(course))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["attention", "tiny_transformer", "weighted_attention"])
+def test_check_cells_pass_on_the_solved_notebook_in_a_real_kernel(course, tmp_path, name):
+    assignment = course.assignment(name)
+    nb = _execute(_student_folder(course, assignment, tmp_path), assignment.notebook)
+    checks = [c for c in nb.cells if (grade_id(c) or "").startswith("check_")]
+    assert len(checks) == len(assignment.parts)
+    for cell in nb.cells:
+        assert not _errors(cell), (grade_id(cell), _errors(cell))
+    for cell in checks:
+        assert re.search(r"all \d+ public checks pass", _text(cell)), _text(cell)
+        assert "FAIL" not in _text(cell), _text(cell)
+
+
+@pytest.mark.slow
+def test_a_check_cell_on_the_stub_fails_with_one_clear_exception(course, tmp_path):
+    assignment = course.assignment("attention")
+    nb = _execute(_student_folder(course, assignment, tmp_path, stub=True), assignment.notebook)
+    for cell in (c for c in nb.cells if (grade_id(c) or "").startswith("check_")):
+        assert "not written yet" in _text(cell)
+        (error,) = _errors(cell)
+        assert error["ename"] == "SelfCheckFailed" and "public check(s) failed" in error["evalue"]
+
+
+@pytest.mark.slow
+def test_a_cell_that_does_not_load_is_reported_first_with_its_name_and_line(course, tmp_path):
+    """In the check cell, in pytest and in the grader's reason: cell 'softmax', line 3, first."""
+    assignment = course.assignment("attention")
+    folder = _student_folder(course, assignment, tmp_path, cells={"softmax": SYNTAX_ERROR})
+    said = "the cell 'softmax' did not load: SyntaxError"
+
+    nb = _execute(folder, assignment.notebook)
+    check = next(c for c in nb.cells if grade_id(c) == "check_softmax")
+    first = _text(check).splitlines()[0]
+    assert said in first and "line 3" in first, _text(check)
+
+    run = _selfcheck(folder)
+    failures = run.stdout[run.stdout.index("= FAILURES ="):]
+    first = failures.splitlines()[1:3]
+    assert "every cell loads" in first[0] and said in first[1] and "line 3" in first[1], failures[:800]
+    assert "a cell did not load" in failures
+
+    record = grade_submission(course, assignment.id, "s", str(folder / assignment.notebook))
+    softmax = next(p for p in record["parts"] if p["part"] == "softmax")
+    assert softmax["reason"].startswith(said) and "line 3" in softmax["reason"], softmax["reason"]
+    mask = next(p for p in record["parts"] if p["part"] == "causal_mask")
+    assert mask["status"] == "passed", mask["reason"]        # the reference stands in for softmax
+
+
+def test_a_check_that_leans_on_a_broken_part_says_so(course, tmp_path):
+    """entropy_bits in nats breaks the scale experiment's public check; the self-check says why."""
+    assignment = course.assignment("attention")
+    mistakes, _ = cohort.catalogue(course, "softmax")
+    folder = _student_folder(course, assignment, tmp_path, cells=mistakes["entropy-in-nats"]["cells"])
+    run = _selfcheck(folder)
+    assert run.returncode != 0
+    block = run.stdout[run.stdout.index("test_scale_experiment"):]
+    assert "This part uses your `entropy_bits`" in block and "from part softmax" in block, block[:600]
+    softmax_block = run.stdout[run.stdout.index("test_entropy_extremes"):]
+    assert "This part uses" not in softmax_block.split("____")[0]
