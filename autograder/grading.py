@@ -83,8 +83,8 @@ def read_submission(path):
         return fh.read(MAX_NOTEBOOK_BYTES + 1)
 
 
-def grade_submission(course, assignment_id, student_id, path, jail=None):
-    """The result record of one submission: every part scored, with reasons.
+def grade_submission(course, assignment_id, student_id, path, jail=None, only=None):
+    """The result record of one submission: every part scored (or the parts in ``only``), with reasons.
 
     Raises InfrastructureError when the sandbox failed (the grader's problem:
     nothing may be concluded about the student)."""
@@ -102,13 +102,16 @@ def grade_submission(course, assignment_id, student_id, path, jail=None):
         problem = f"your notebook could not be read: {exc}"
     if problem:
         record["problem"] = problem
-        record["parts"] = [_zero(p, "error", problem) for p in assignment.parts]
+        record["parts"] = [_zero(p, "error", problem) for p in assignment.parts
+                           if only is None or p.id in only]
         return record
     parts = []
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
         os.chmod(scratch, 0o755)
         passed = set()      # parts that earned full marks: the parts using them run the student's own
         for part in assignment.parts:
+            if only is not None and part.id not in only:
+                continue
             mine = {cell for used in part.uses if used in passed for cell in assignment.part(used).cells}
             prog = program(nb, release, own=set(part.cells) | mine,
                            stand_ins=assignment.stand_in_cells(part) - mine)

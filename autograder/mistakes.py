@@ -3,13 +3,12 @@
 Every part's ``tests/mutants/<part>.py`` lists realistic mistakes and correct
 variants, each replacing whole solution cells of the reference. ``grade_catalogue``
 grades every entry (plus the untouched stub and a student who wrote only this
-part) exactly as ``course grade`` would, with the course narrowed to that one
-part; ``page`` renders, for every catalogued mistake, the words a student sees.
+part) exactly as ``course grade`` would, grading that one part only; ``page``
+renders, for every catalogued mistake, the words a student sees.
 ``course mistakes`` writes the page; tests/test_mutants.py keeps it current.
 """
 
 import concurrent.futures as cf
-import dataclasses
 import multiprocessing
 import os
 import re
@@ -19,13 +18,6 @@ from autograder.grading import grade_submission
 from selfcheck.program import grade_id, read_notebook, source
 
 PAGE = os.path.join("docs", "mistakes.md")
-
-
-def _only(course, assignment, part):
-    """The course seen as if ``assignment`` had this one part (grading the rest is not needed)."""
-    narrowed = dataclasses.replace(assignment, parts=[part])
-    return dataclasses.replace(course, assignments=[narrowed if a.id == assignment.id else a
-                                                    for a in course.assignments])
 
 
 def cases(course, assignment, part):
@@ -42,8 +34,8 @@ def cases(course, assignment, part):
 
 
 def _grade(task):
-    course, assignment_id, student, path = task
-    part = grade_submission(course, assignment_id, student, path)["parts"][0]
+    course, assignment_id, part_id, student, path = task
+    part = grade_submission(course, assignment_id, student, path, only={part_id})["parts"][0]
     result = {k: part[k] for k in ("part", "score", "max_score", "status", "reason")}
     result["hidden"] = {c["name"] for c in part["checks"] if c["visibility"] == "hidden"}
     result["failing"] = {c["name"] for c in part["checks"] if c["status"] != "passed"}
@@ -59,14 +51,13 @@ def grade_catalogue(course, folder, jobs=2, prepare=None):
     tasks, meta = [], []
     for assignment in course.assignments:
         for part in assignment.parts:
-            narrowed = _only(course, assignment, part)
             for kind, name, entry in cases(course, assignment, part):
                 student = f"{part.id}--{name}"
                 nb = cohort.solved(course, assignment, entry["cells"])
                 if prepare:
                     nb = prepare(nb, part)
                 path = cohort.write(nb, str(folder), student, assignment)
-                tasks.append((narrowed, assignment.id, student, path))
+                tasks.append((course, assignment.id, part.id, student, path))
                 meta.append((assignment, part, kind, name, entry, path))
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_grade, tasks))
