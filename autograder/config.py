@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
-PART_IDS = ("softmax", "causal_mask", "qkv_projections", "parameter_count", "projection_removal")
+# A part's id names its files (test_<id>.py), its test cell (check_<id>) and a CSV column
+PART_ID = re.compile(r"[a-z][a-z0-9_]*")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -140,8 +141,9 @@ def load(path=None):
         parts = []
         for pid, pspec in (spec["parts"] or {}).items():
             pwhere = f"{where}.parts.{pid}"
-            if pid not in PART_IDS:
-                raise ConfigError(f"{pwhere}: unknown part (known: {', '.join(PART_IDS)})")
+            if not isinstance(pid, str) or not PART_ID.fullmatch(pid):
+                raise ConfigError(f"{pwhere}: a part's id must be lower-case letters, digits and _, "
+                                  "starting with a letter")
             if pid in seen_parts:
                 raise ConfigError(f"{pwhere}: part appears in two assignments")
             seen_parts.add(pid)
