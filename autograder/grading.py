@@ -207,7 +207,7 @@ def suite_versions(course, assignment_id):
     shared = json.dumps({"limits": [course.time_per_test, course.time_per_part, course.memory_mb],
                          "reference": reference, "given": given,
                          "support": suites.file_hash(*support) if support else None,
-                         "numbers": suites.file_hash(chapter.PATH)})
+                         "numbers": suites.file_hash(chapter.SOURCE)})
     versions = {}
     for part in assignment.parts:
         own = json.dumps({"suites": suites.file_hash(os.path.join(course.root, part.public),
