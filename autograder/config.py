@@ -11,12 +11,14 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from autograder.errors import CourseError
+
 # A part's id names its files (test_<id>.py), its test cell (check_<id>) and a CSV column
 PART_ID = re.compile(r"[a-z][a-z0-9_]*")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class ConfigError(Exception):
+class ConfigError(CourseError):
     """course.yaml is wrong; the message is one line."""
 
 

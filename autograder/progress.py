@@ -58,10 +58,8 @@ class Progress:
 
     def update(self, record):
         self.done += 1
-        score = sum(p["score"] for p in record["parts"])
-        top = sum(p["max_score"] for p in record["parts"])
-        what = f"{record['student']}/{record['assignment']} {score:g}/{top:g}"
-        if record.get("problem"):
+        what = f"{record.student}/{record.assignment} {record.score:g}/{record.max_score:g}"
+        if record.problem:
             what += " (could not be graded)"
         if self.tty:
             self._draw(what)
