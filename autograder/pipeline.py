@@ -78,7 +78,7 @@ def to_gradebook(course, submitted, out, submissions, batch):
         try:
             nbgrader_bridge.autograde(course, assignment, out)
         except NbgraderError as exc:
-            warnings.append(f"nbgrader autograde reported a problem: {exc}")
+            warnings.append(str(exc))
     return warnings
 
 
