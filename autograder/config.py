@@ -2,6 +2,9 @@
 
 Every problem stops with one line naming the file, the key and what is wrong,
 because a typo found at release time is cheap and one found at grading is not.
+The checks are written out rather than a JSON Schema (jsonschema is installed): half
+of them cross files (a notebook's cells, the test files, the parts a part uses), which
+a schema cannot say, and a schema's errors would need translating into these lines.
 """
 
 import json

@@ -3,7 +3,8 @@
 On a terminal (stderr is a TTY) one line is redrawn in place: a bar, the
 count, the rate and the time remaining. Anywhere else (CI logs, a file, a
 pipe) each finished submission is one plain line, so a log reads top to
-bottom and nothing is lost to carriage returns.
+bottom and nothing is lost to carriage returns. Not tqdm or rich: neither is a
+dependency, and the plain-line mode with each submission's score is what a log needs.
 """
 
 import shutil
