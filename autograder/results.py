@@ -85,14 +85,15 @@ class Submission:
     def from_json(cls, data):
         """A record from its JSON (any version so far); ValueError when it is not one."""
         try:
-            fields = {k: v for k, v in data.items() if k in _FIELDS[cls]}
-            fields["parts"] = [PartResult(**{**{k: v for k, v in p.items() if k in _FIELDS[PartResult]},
-                                             "checks": [Check(**{k: v for k, v in c.items() if k in _FIELDS[Check]})
-                                                        for c in p.get("checks") or []]})
-                               for p in data["parts"]]
-            return cls(**fields)
+            parts = [PartResult(**{**_known(PartResult, p),
+                                   "checks": [Check(**_known(Check, c)) for c in p.get("checks") or []]})
+                     for p in data["parts"]]
+            return cls(**{**_known(cls, data), "parts": parts})
         except (AttributeError, KeyError, TypeError) as exc:
             raise ValueError(f"not a result record ({type(exc).__name__}: {exc})") from None
 
 
-_FIELDS = {cls: {f.name for f in dataclasses.fields(cls)} for cls in (Check, PartResult, Submission)}
+def _known(cls, data):
+    """The items of ``data`` that are fields of ``cls`` (a newer grader's extra keys are left out)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
