@@ -346,7 +346,7 @@ def _reproduce(part, check, failing_public):
     if failing_public:
         first = failing_public[0]
         return (f"no public test runs this exact check; the public test that fails alongside it: "
-                f"<code>pytest '{html.escape(test_file)}::{html.escape(first['name'])}'</code>")
+                f"<code>pytest '{html.escape(test_file)}::{html.escape(first.name)}'</code>")
     return (f"no public test fails for this hidden check: call your function as described "
             f"above (what was checked, what came back) in your notebook, fix it, then run "
             f"<code>pytest {html.escape(test_file)}</code>")
