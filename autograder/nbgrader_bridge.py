@@ -314,7 +314,8 @@ def gradebook_scores(course, out):
     """Everything nbgrader's gradebook holds for each submission, hand-graded answers included.
 
     Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded"}}}}``; ``score`` is what
+    "written": {grade id: {"score", "max_score", "graded"}}, "overrides": {part: score}}}``;
+    ``overrides`` are parts whose autograded score was changed in formgrader; ``score`` is what
     ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty).
     """
     from nbgrader.api import Gradebook, MissingEntry
@@ -338,10 +339,19 @@ def gradebook_scores(course, out):
                     graded = grade.manual_score is not None or not grade.needs_manual_grade
                     written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
                                      "graded": bool(graded)}
+                overrides = {}      # a part's score an instructor set by hand in formgrader
+                for part in assignment.parts:
+                    try:
+                        grade = gb.find_grade(f"check_{part.id}", notebook, assignment.id, sub.student_id)
+                    except MissingEntry:
+                        continue
+                    if grade.manual_score is not None:
+                        overrides[part.id] = float(grade.manual_score)
                 found[sub.student_id, assignment.id] = {
                     "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
                     "penalty": float(sub.late_submission_penalty or 0.0),
-                    "needs_manual_grade": bool(sub.needs_manual_grade), "written": written}
+                    "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
+                    "overrides": overrides}
     return found
 
 

@@ -171,8 +171,8 @@ def totals(course, records, gradebook=None):
     """One row per student: id, total, the most possible, and each assignment's score.
 
     Every export takes a submission's autograded score from its result record, the one
-    source of those; the gradebook adds only what nbgrader alone holds: the answers graded
-    by hand in formgrader and any late penalty. (nbgrader's own export, grades.csv, reads
+    source of those; the gradebook adds only what people decided in formgrader: the answers
+    graded by hand, a part's score overridden by hand, and any late penalty. (nbgrader's own export, grades.csv, reads
     the gradebook, which :mod:`autograder.pipeline` filled from the same records.)
     Only assignments somebody has handed in count: the others are left empty and stay out
     of ``max_total`` until they are released and handed in.
@@ -192,11 +192,17 @@ def totals(course, records, gradebook=None):
             else:
                 nbgrader = gradebook.get(record.key, {})
                 by_hand = sum(w["score"] for w in nbgrader.get("written", {}).values())
-                row[a.id] = round(record.score + by_hand - nbgrader.get("penalty", 0.0), 3)
+                auto = sum(_scored(p, nbgrader.get("overrides")) for p in record.parts)
+                row[a.id] = round(auto + by_hand - nbgrader.get("penalty", 0.0), 3)
         row["total"] = round(sum(row[a.id] for a in course.assignments if row[a.id] != ""), 3)
         row["max_total"] = sum(max_points(a) for a in course.assignments if a.id in handed_in)
         out.append(row)
     return out
+
+
+def _scored(part, overrides=None):
+    """A part's score: the grader's, unless an instructor overrode it in formgrader."""
+    return (overrides or {}).get(part.part, part.score)
 
 
 def max_points(assignment):
@@ -239,7 +245,7 @@ def _test(name, number, score, top, output, tags, graded=True):
     return test
 
 
-def gradescope(record, course=None, written=None):
+def gradescope(record, course=None, written=None, overrides=None):
     """A Gradescope autograder ``results.json`` for one submission.
 
     One test per graded part (its score, partial credit included) and one per
@@ -251,8 +257,11 @@ def gradescope(record, course=None, written=None):
             titles[part.id] = part.title
     tests = []
     for part in record.parts:
+        output = part_output(part)
+        if part.part in (overrides or {}):
+            output = f"score set by hand in formgrader (the grader gave {part.score:g})\n{output}"
         tests.append(_test(f"{part.part}: {titles.get(part.part, part.part)}", part.part,
-                           part.score, part.max_score, part_output(part),
+                           _scored(part, overrides), part.max_score, output,
                            [record.assignment, part.status], graded=part.graded))
     for cell, grade in (written or {}).items():
         tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"],
@@ -273,11 +282,12 @@ def gradescope(record, course=None, written=None):
 def write_gradescope(out, course, records, gradebook=None):
     folder = os.path.join(out, "gradescope")
     for record in records:
-        written = (gradebook or {}).get((record.student, record.assignment), {}).get("written")
+        nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
         path = os.path.join(folder, record.student, record.assignment, "results.json")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as fh:
-            json.dump(gradescope(record, course, written), fh, indent=1)
+            json.dump(gradescope(record, course, nbgrader.get("written"), nbgrader.get("overrides")),
+                      fh, indent=1)
     return folder
 
 

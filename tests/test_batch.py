@@ -254,6 +254,11 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         grade = gb.find_grade(cell, notebook, assignment.id, "reference")
         assert grade.needs_manual_grade
         grade.manual_score = points
+        # and overrides a part the grader failed: every export must carry the instructor's score
+        failed = next(r for r in _csv(folder / "parts.csv")
+                      if r["assignment"] == assignment.id and float(r["score"]) < float(r["max_score"]))
+        override = gb.find_grade(f"check_{failed['part']}", notebook, assignment.id, failed["student"])
+        override.manual_score = float(failed["max_score"])
         gb.db.commit()
     assert cli.main(["export", str(folder)]) == 0
 
@@ -267,6 +272,8 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         key = (row["student"], row["assignment"])
         auto[key] = auto.get(key, 0.0) + float(row["score"])
     manual = {("reference", assignment.id): float(points)}
+    raised = (failed["student"], assignment.id)
+    manual[raised] = manual.get(raised, 0.0) + float(failed["max_score"]) - float(failed["score"])
     assert auto.keys() <= nbgrader_scores.keys()     # nbgrader also lists assignments not handed in, at 0
     for key, score in nbgrader_scores.items():
         assert score == pytest.approx(auto.get(key, 0.0) + manual.get(key, 0.0), abs=1e-6), key
