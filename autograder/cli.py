@@ -8,6 +8,7 @@
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course demo               release, build a demo cohort, grade it, print the table
+    course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
     course experiment         the projection-removal experiment (autograder/experiment.py; --help)
 """
@@ -75,7 +76,7 @@ def write_exports(course, out, records):
 
     Each export stands alone: one that fails is reported and the others are
     still written. Returns ``{name: path}`` of those written."""
-    from autograder import nbgrader_bridge, reports
+    from autograder import cohort_report, nbgrader_bridge, reports
     try:
         gradebook = nbgrader_bridge.gradebook_scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
@@ -86,7 +87,8 @@ def write_exports(course, out, records):
                "totals": lambda: reports.write_totals(out, course, records, gradebook),
                "gradescope": lambda: reports.write_gradescope(out, course, records, gradebook),
                "feedback": lambda: reports.write_feedback(out, records, course, gradebook),
-               "nbgrader": lambda: nbgrader_bridge.export(course, out)}
+               "nbgrader": lambda: nbgrader_bridge.export(course, out),
+               "report": lambda: cohort_report.write(course, out, records)}
     paths = {}
     for name, write in exports.items():
         try:
@@ -101,7 +103,8 @@ def _where(out):
             f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
             f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
             f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
-            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html")
+            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html\n"
+            f"report:     {os.path.join(out, 'cohort_report.html')} (the cohort's mistakes and similarity flags)")
 
 
 def _release(course):
@@ -192,6 +195,19 @@ def cmd_export(course, args):
     return 0
 
 
+def cmd_report(course, args):
+    """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
+    from autograder import cohort_report, grading
+    out = os.path.abspath(args.dir)
+    records = grading.load_results(out)
+    if not records:
+        print(f"error: {out} holds no results (run `course grade` first)", file=sys.stderr)
+        return 2
+    path = cohort_report.write(course, out, records, args.submitted)
+    print(f"report: {path}\ncsv:    {os.path.join(out, cohort_report.CSV)}")
+    return 0
+
+
 def cmd_exchange(course, args):
     from autograder import nbgrader_bridge
     out = os.path.abspath(args.dir)
@@ -268,6 +284,7 @@ def cmd_demo(course, args):
     print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
     print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "
           f"(cd {args.dir} && nbgrader export, or formgrader for the written answers)")
+    print(f"cohort report:       {os.path.join(folder, 'cohort_report.html')} (and cohort_report.csv beside it)")
     return 0
 
 
@@ -314,6 +331,9 @@ def main(argv=None):
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
     e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
     e.add_argument("dir", nargs="?", default=".")
+    rp = sub.add_parser("report", help="the cohort report: cohort_report.html and cohort_report.csv")
+    rp.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
+    rp.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
     x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
     x.add_argument("--setup", action="store_true", help="create it with the right permissions")
@@ -337,7 +357,7 @@ def main(argv=None):
     try:
         course = config.load(args.config)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
-                "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
+                "export": cmd_export, "report": cmd_report, "exchange": cmd_exchange, "check": cmd_check,
                 "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
     except config.ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
