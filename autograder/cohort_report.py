@@ -36,7 +36,7 @@ img{max-width:100%}figure{margin:0}figure img{width:100%;height:auto}figcaption{
 .side{display:grid;grid-template-columns:1fr 1fr;gap:.6rem}
 pre{font:.8rem/1.35 ui-monospace,"DejaVu Sans Mono",monospace;background:#f6f8fa;border-radius:6px;
  padding:.5rem;overflow-x:auto;margin:.3rem 0}pre mark{background:#ffe08a}
-nav a{margin-right:1rem}
+nav a{margin-right:1rem}td code{white-space:nowrap}
 """
 
 

@@ -182,8 +182,8 @@ def similarity_bench(course, submitted, work, n):
                                   large, per * len(course.assignments))):
         seconds, cpu, flagged = similarity_time(course, folder)
         print(f"similarity flags, {label}: {seconds:.2f} s wall, {cpu:.2f} s CPU "
-              f"({1000 * cpu / count:.1f} ms CPU per submission; {flagged} pairs flagged, the synthetic "
-              f"students being copies of a few dozen notebooks)", flush=True)
+              f"({1000 * cpu / count:.1f} ms CPU per submission; {flagged} pairs flagged: synthetic "
+              f"students are copies of a few dozen notebooks)", flush=True)
 
 
 def main(argv=None):

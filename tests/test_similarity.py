@@ -30,14 +30,13 @@ def disguised(code, theirs):
 
 
 def _near_copy(cells):
-    """The variables and parameters renamed, comments changed, the functions in the opposite order."""
+    """The variables renamed (not the parameters: the checks call by keyword), comments changed,
+    the functions in the opposite order."""
     theirs = set()
     for code in cells.values():
         for node in ast.walk(ast.parse(code)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                 theirs.add(node.id)
-            elif isinstance(node, ast.arg) and node.arg != "self":
-                theirs.add(node.arg)
     return {name: "# my own work\n" + disguised(code, theirs) for name, code in reversed(list(cells.items()))}
 
 
