@@ -31,8 +31,12 @@ def table(root):
         found = {}
         path = next((p for p in (os.path.join(root, "docs", "mistakes.md"),
                                  os.path.join(config.ROOT, "docs", "mistakes.md")) if os.path.exists(p)), None)
+        text = ""
+        if path:
+            with open(path, encoding="utf-8") as fh:
+                text = fh.read()
         part = name = None
-        for line in open(path, encoding="utf-8").read().splitlines() if path else []:
+        for line in text.splitlines():
             if _PART.match(line):
                 part = _PART.match(line).group(1)
             elif _NAME.match(line):
