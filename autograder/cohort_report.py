@@ -31,7 +31,7 @@ TOP_CHECKS = 15
 
 _EXTRA = """
 body{max-width:72rem}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(22rem,1fr));gap:1rem}
-img{max-width:100%}figure{margin:0}figure img{width:100%;height:auto}figcaption{color:var(--muted);font-size:.85rem}
+img{max-width:100%;height:auto}figure{margin:0}figcaption{color:var(--muted);font-size:.85rem}
 .warn{border:1px solid var(--mid);background:#fff8e6;border-radius:8px;padding:.6rem 1rem}
 .side{display:grid;grid-template-columns:1fr 1fr;gap:.6rem}
 pre{font:.8rem/1.35 ui-monospace,"DejaVu Sans Mono",monospace;background:#f6f8fa;border-radius:6px;
@@ -84,6 +84,8 @@ def _png(fig):
 
 
 def _style(ax, xlabel, ylabel):
+    from matplotlib.ticker import MaxNLocator
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))      # students come whole
     ax.set_xlabel(xlabel, fontsize=9)
     ax.set_ylabel(ylabel, fontsize=9)
     ax.tick_params(labelsize=8)
