@@ -61,14 +61,18 @@ def _share(n, total):
     return round(n / total, 3) if total else 0.0
 
 
-def _bins(top):
-    """(label, low, high) of the histogram's bars; the last one holds full marks."""
+def _labels(top):
+    """The histogram's bars, as score ranges; the last one holds full marks."""
     width = top / BINS if top else 1
-    return [(f"{i * width:g}-{(i + 1) * width:g}", i * width, (i + 1) * width) for i in range(BINS)]
+    return [f"{i * width:g}-{(i + 1) * width:g}" for i in range(BINS)]
 
 
-def _bin_of(score, top):
-    return min(BINS - 1, int(score / top * BINS)) if top else 0
+def _counts(values, top):
+    """How many of ``values`` fall in each bar."""
+    counts = [0] * BINS
+    for v in values:
+        counts[min(BINS - 1, int(v / top * BINS)) if top else 0] += 1
+    return counts
 
 
 def _figure(width):
@@ -97,9 +101,7 @@ def _histograms(parts, scores):
     fig = _figure(3.2 * max(1, len(parts)))
     for n, pid in enumerate(parts, 1):
         top, values = scores[pid]
-        counts = [0] * BINS
-        for v in values:
-            counts[_bin_of(v, top)] += 1
+        counts = _counts(values, top)
         width = top / BINS if top else 1
         ax = fig.add_subplot(1, len(parts), n)
         ax.bar([i * width for i in range(BINS)], counts, width=width * 0.92, align="edge", color="#4c72b0")
@@ -162,10 +164,7 @@ def analyse(course, records, submitted=None):
                         entry = failed.setdefault((pid, check["name"]), [0, check["doc"], check["visibility"]])
                         entry[0] += 1
         for pid, (top, values) in scores.items():
-            counts = [0] * BINS
-            for v in values:
-                counts[_bin_of(v, top)] += 1
-            for (label, _, _), count in zip(_bins(top), counts):
+            for label, count in zip(_labels(top), _counts(values, top)):
                 report.rows.append(_row("score", assignment, pid, label, count, _share(count, len(values)),
                                         detail=f"mean {statistics.mean(values):.2f} of {top:g}"))
         if scores:
