@@ -8,6 +8,7 @@
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course demo               release, build a demo cohort, grade it, print the table
+    course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
     course experiment         the projection-removal experiment (autograder/experiment.py; --help)
 """
@@ -18,7 +19,7 @@ import shutil
 import sys
 
 from autograder import config
-from autograder.errors import CourseError
+from autograder.errors import CourseError, NoSubmissions
 
 
 def _grade(course, submitted, out, jobs, force=False):
@@ -40,7 +41,8 @@ def _where(out):
             f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
             f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
             f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
-            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html")
+            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html\n"
+            f"report:     {os.path.join(out, 'cohort_report.html')} (the cohort's mistakes and similarity flags)")
 
 
 def _release(course):
@@ -132,6 +134,18 @@ def cmd_export(course, args):
     return 0
 
 
+def cmd_report(course, args):
+    """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
+    from autograder import cohort_report, grading
+    out = os.path.abspath(args.dir)
+    records = grading.load_results(out)
+    if not records:
+        raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
+    path = cohort_report.write(course, out, records, args.submitted)
+    print(f"report: {path}\ncsv:    {os.path.join(out, cohort_report.CSV)}")
+    return 0
+
+
 def cmd_exchange(course, args):
     from autograder import nbgrader_bridge
     out = os.path.abspath(args.dir)
@@ -208,6 +222,7 @@ def cmd_demo(course, args):
     print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
     print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "
           f"(cd {args.dir} && nbgrader export, or formgrader for the written answers)")
+    print(f"cohort report:       {os.path.join(folder, 'cohort_report.html')} (and cohort_report.csv beside it)")
     return 0
 
 
@@ -254,6 +269,9 @@ def main(argv=None):
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
     e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
     e.add_argument("dir", nargs="?", default=".")
+    rp = sub.add_parser("report", help="the cohort report: cohort_report.html and cohort_report.csv")
+    rp.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
+    rp.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
     x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
     x.add_argument("--setup", action="store_true", help="create it with the right permissions")
@@ -277,7 +295,7 @@ def main(argv=None):
     try:
         course = config.load(args.config)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
-                "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
+                "export": cmd_export, "report": cmd_report, "exchange": cmd_exchange, "check": cmd_check,
                 "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
     except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)

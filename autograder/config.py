@@ -62,6 +62,7 @@ class Course:
     time_per_part: float
     assignments: list
     exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
+    similarity_threshold: float = 0.5   # the cohort report flags pairs of hand-ins from this score
 
     def assignment(self, assignment_id):
         for a in self.assignments:
@@ -119,11 +120,14 @@ def load(path=None):
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root"),
+    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "similarity_threshold"),
           ("course_id", "limits", "assignments"))
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
         raise ConfigError(f"{name}: exchange_root: must be a folder's path, got {exchange!r}")
+    similar = _number(f"{name}: similarity_threshold", raw.get("similarity_threshold", 0.5), positive=True)
+    if similar > 1:
+        raise ConfigError(f"{name}: similarity_threshold: a share of shared code, at most 1, got {similar!r}")
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
           ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
@@ -178,7 +182,8 @@ def load(path=None):
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
                   float(part_limit), assignments,
-                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None)
+                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None,
+                  float(similar))
 
 
 def write_exchange_root(course, root):

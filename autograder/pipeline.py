@@ -19,7 +19,7 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 import os
 
-from autograder import corpus, grading, nbgrader_bridge, release, reports
+from autograder import cohort_report, corpus, grading, nbgrader_bridge, release, reports
 from autograder.errors import CorpusMissing, NbgraderError
 
 
@@ -97,7 +97,8 @@ def export(course, out, records):
               ("totals", lambda: reports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: reports.write_gradescope(out, course, records, gradebook)),
               ("nbgrader", lambda: nbgrader_bridge.export(course, out)),
-              ("feedback", lambda: reports.write_feedback(out, records, course, gradebook)))
+              ("feedback", lambda: reports.write_feedback(out, records, course, gradebook)),
+              ("report", lambda: cohort_report.write(course, out, records)))
     for name, write in stages:
         try:
             write()

@@ -48,6 +48,8 @@ def test_the_course_loads(course):
     (lambda d: first_part(d)[1].__setitem__("cells", ["no_such_cell"]), ["cells", "no_such_cell"]),
     (lambda d: first_part(d)[1].__setitem__("tests", "tests/hidden/nothing.py"), ["tests", "does not exist"]),
     (lambda d: d["limits"].__setitem__("memory_mb", "lots"), ["memory_mb", "must be a number"]),
+    (lambda d: d.__setitem__("similarity_threshold", 1.5), ["similarity_threshold", "at most 1", "1.5"]),
+    (lambda d: d.__setitem__("similarity_threshold", "high"), ["similarity_threshold", "must be a number"]),
 ])
 def test_each_mistake_is_one_clear_line(course_copy, change, words):
     path = edit(course_copy, change)
