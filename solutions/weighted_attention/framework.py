@@ -29,13 +29,11 @@ Conventions
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import math
 import operator
 import os
 import time
-import urllib.request
 import zlib
 from pathlib import Path
 
@@ -46,8 +44,7 @@ __all__ = [
     "Module", "Linear", "Embedding", "CausalMask", "Softmax", "GELU", "Sequential",
     "linear", "embedding", "causal_mask", "softmax", "gelu", "cross_entropy",
     "AdamW", "WarmupCosine", "GPT", "Block",
-    "load_corpus", "corpus_candidates", "CharDataset", "train", "evaluate", "sample", "gradient_check",
-    "CORPUS_URL", "CORPUS_SHA256", "find_corpus",
+    "load_corpus", "CharDataset", "train", "evaluate", "sample", "gradient_check",
 ]
 
 
@@ -708,98 +705,27 @@ class WarmupCosine:
 # Data: tinyshakespeare, characters, windows, batches
 # ---------------------------------------------------------------------------
 
-CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 CORPUS_NAME = "tinyshakespeare.txt"
-CACHE_PATH = Path("~/.cache/attention-course") / CORPUS_NAME
-_HERE = Path(__file__).resolve().parent  # the folder of this file (beside the notebook)
+CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 
 
-def _find_repo_root(start):
-    """The nearest folder at or above `start` that holds course.yaml, or None."""
-    start = Path(start).resolve()
-    for folder in (start, *start.parents):
-        if (folder / "course.yaml").is_file():
-            return folder
-    return None
+def load_corpus(path=None):
+    """The text of tinyshakespeare (1,115,394 characters).
 
-
-def corpus_candidates(path=None):
-    """Where load_corpus looks, in order."""
-    if path is not None:
-        return [Path(path).expanduser()]
-    places = []
-    if os.environ.get("TINYSHAKESPEARE"):
-        places.append(Path(os.environ["TINYSHAKESPEARE"]).expanduser())
-    here = Path.cwd()
-    places += [here / CORPUS_NAME, _HERE / CORPUS_NAME]
-    bases = [here]
-    for start in (here, _HERE):
-        root = _find_repo_root(start)
-        if root is not None:
-            bases.append(root)
-    for base in bases:
-        places += [base / "data" / CORPUS_NAME, base / ".." / "shared" / "data" / CORPUS_NAME]
-    places.append(CACHE_PATH.expanduser())
-    unique = []
-    for p in places:  # keep the first occurrence of each location, with ".." spelled out
-        p = Path(os.path.normpath(p))
-        if p.resolve() not in {q.resolve() for q in unique}:
-            unique.append(p)
-    return unique
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _download(url, timeout):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read()
-
-
-def find_corpus(path=None, *, download=True, timeout=10.0):
-    """The path of a verified copy of tinyshakespeare (1,115,394 characters).
-
-    Looks, in order: `path` if given (and nowhere else); $TINYSHAKESPEARE;
-    ./tinyshakespeare.txt and the file beside this module; data/ and
-    ../shared/data/ under the current folder and under the course repository
-    (found by walking up to course.yaml); ~/.cache/attention-course/. A file
-    whose sha256 is wrong is skipped. If nothing is found it downloads the
-    char-rnn copy into the cache (when the network allows). Otherwise one
-    RuntimeError line says where it looked and what to do.
+    Read from `path`, else $TINYSHAKESPEARE, else tinyshakespeare.txt in the
+    current folder or beside this file (the course's tools find, check and
+    download it; here we only read it).
     """
-    candidates = corpus_candidates(path)
-    problems = []
-    for candidate in candidates:
-        if candidate.is_file():
-            if _sha256(candidate.read_bytes()) == CORPUS_SHA256:
-                return candidate
-            problems.append(f"{candidate} has the wrong sha256")
-    if path is None and download:
-        cache = CACHE_PATH.expanduser()
-        try:
-            raw = _download(CORPUS_URL, timeout)
-            if _sha256(raw) != CORPUS_SHA256:
-                raise ValueError("downloaded file has the wrong sha256")
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(".part")
-            tmp.write_bytes(raw)
-            tmp.replace(cache)
-            return cache
-        except Exception as error:  # no network, proxy, bad file: all end in the message below
-            problems.append(f"download from {CORPUS_URL} failed ({type(error).__name__}: {error})")
-    looked = ", ".join(str(c) for c in candidates)
-    extra = ("; " + "; ".join(problems)) if problems else ""
-    raise RuntimeError(
-        f"tinyshakespeare not found (sha256 {CORPUS_SHA256[:12]}...): looked in {looked}{extra}. "
-        f"Fix: put {CORPUS_NAME} beside the notebook or set TINYSHAKESPEARE=/path/to/{CORPUS_NAME}."
-    )
-
-
-def load_corpus(path=None, *, download=True, timeout=10.0):
-    """The text of tinyshakespeare, found as :func:`find_corpus` says."""
-    return find_corpus(path, download=download, timeout=timeout).read_text(encoding="utf-8")
+    if path is None and os.environ.get("TINYSHAKESPEARE"):
+        path = os.environ["TINYSHAKESPEARE"]
+    places = [Path(path).expanduser()] if path is not None else [
+        Path.cwd() / CORPUS_NAME, Path(__file__).resolve().parent / CORPUS_NAME]
+    for place in places:
+        if place.is_file():
+            return place.read_text(encoding="utf-8")
+    raise RuntimeError(f"tinyshakespeare not found: looked in {', '.join(str(p) for p in places)}. "
+                       f"Fix: download {CORPUS_URL} as {CORPUS_NAME} beside the notebook, "
+                       f"or set TINYSHAKESPEARE=/path/to/{CORPUS_NAME}.")
 
 
 class CharDataset:
