@@ -22,11 +22,10 @@ import re
 import shutil
 import tempfile
 
-import nbformat
 import pytest
 
-from autograder import chapter, nbgrader_bridge
-from selfcheck.program import source
+from autograder import chapter
+from selfcheck.program import is_solution, read_notebook, source
 
 SELFCHECK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "selfcheck")
 CONFTEST = ('"""Lets `pytest` here run the public checks against the notebook in this folder."""\n\n'
@@ -55,6 +54,7 @@ def sync_points(course, assignment, path):
     """Write course.yaml's points into the grade cells of a solution notebook at ``path``.
 
     Returns what changed, e.g. ``["check_softmax 4 -> 5"]``."""
+    import nbformat      # here, like nbgrader below: importing them takes seconds
     nb = nbformat.read(path, as_version=4)
     changed = []
     for meta, points in _unsynced(assignment, nb):
@@ -68,6 +68,7 @@ def sync_points(course, assignment, path):
 def unreleased_points(course):
     """Lines naming every grade cell of ``solutions/`` whose points course.yaml has changed since
     the last release (nbgrader's gradebook takes its points from there); empty when none."""
+    import nbformat
     found = []
     for assignment in course.assignments:
         nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
@@ -132,6 +133,7 @@ def build(course, folder):
     gets the self-check kit. Returns ``(release folder, {assignment id: points
     changed in its solution notebook})``; the synced copies are in ``folder/solutions``.
     """
+    from autograder import nbgrader_bridge      # nbgrader loads in seconds: only when releasing
     source_dir, target = os.path.join(folder, "solutions"), os.path.join(folder, "release")
     synced = {}
     for assignment in course.assignments:
@@ -164,6 +166,7 @@ def release(course):
             if os.path.exists(target):
                 os.rename(target, os.path.join(tmp, f"replaced-{assignment.id}"))
             os.rename(os.path.join(built, assignment.id), target)
+        from autograder import nbgrader_bridge
         for assignment in course.assignments:
             nbgrader_bridge.register(course, assignment, course.root)
     return synced
@@ -194,11 +197,10 @@ def _solution_lines(course, assignment):
     A solution cell's lines between its markers (all of it when it has none, as
     a written answer's model answer), less every line the notebook gives
     students anyway: its other cells and the given lines of solution cells."""
-    nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
     secret, given = set(), set()
-    for cell in nb.cells:
+    for cell in read_notebook(course.source(assignment, assignment.notebook))["cells"]:
         text = source(cell)
-        if not cell.metadata.get("nbgrader", {}).get("solution"):
+        if not is_solution(cell):
             given |= {line.strip() for line in text.splitlines()}
             continue
         inside = "BEGIN SOLUTION" not in text
