@@ -471,6 +471,15 @@ def test_adamw_views_share_memory_with_parameters():
     assert opt.n_decay == sum(p.size for p in model.parameters() if p.ndim >= 2)
 
 
+def test_adamw_refuses_parameters_replaced_after_it_was_made():
+    """model.astype(...) after the optimizer would train copies nobody reads: step() says so."""
+    model = F.GPT(7, WeightedAttention, context_size=5, embed_size=4, n_blocks=1)
+    opt = F.AdamW(model.parameters())
+    model.astype(np.float64)
+    with pytest.raises(RuntimeError, match="make the optimizer after"):
+        opt.step()
+
+
 def test_warmup_cosine_values():
     s = F.WarmupCosine(max_lr=1e-3, total_steps=1100, warmup=100, min_lr=1e-4)
     assert math.isclose(s(0), 1e-5)

@@ -520,9 +520,9 @@ class Module:
                 t.grad[...] = 0
 
     def astype(self, dtype):
-        """Convert every parameter (in place) to `dtype`; returns self.
+        """Convert every parameter to `dtype` (new arrays); returns self.
 
-        Create the optimizer after this, since it keeps views of the arrays.
+        An optimizer made before this no longer holds the parameters (see AdamW).
         """
         for t in self.parameters():
             t.data = t.data.astype(dtype)
@@ -608,10 +608,15 @@ class AdamW:
     """Adam with decoupled weight decay and global gradient-norm clipping.
 
     Decay (0.01) applies only to tensors with two or more axes (weights and
-    embeddings), not to biases. For speed, all parameters are moved into one
-    flat array (each parameter's .data and .grad become views of it), decayed
-    tensors first, so a step is a handful of vector operations instead of a
-    loop over tensors. Create the optimizer after any model.astype(...).
+    embeddings), not to biases.
+
+    The optimizer owns the parameters' memory. For speed it copies them all into
+    one flat array, `self.flat` (decayed tensors first), and makes each
+    parameter's .data a view of it, and each .grad a view of `self.flat_grad`:
+    a step is then a handful of vector operations instead of a loop over
+    tensors. Anything that later replaces a parameter's array (such as
+    `model.astype(...)`) cuts it off from the optimizer, so step() refuses to run
+    then: make the optimizer after changing the model.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, max_grad_norm=1.0):
@@ -627,7 +632,7 @@ class AdamW:
         self.flat = np.empty(total, dtype=dtype)
         self.flat_grad = np.zeros(total, dtype=dtype)
         offset = 0
-        for p in self.params:
+        for p in self.params:  # each parameter moves into its slice of the two flat arrays
             n = p.size
             self.flat[offset:offset + n] = p.data.reshape(-1)
             p.data = self.flat[offset:offset + n].reshape(p.shape)
@@ -641,6 +646,13 @@ class AdamW:
         self.v = np.zeros_like(self.flat)
         self._tmp = np.empty_like(self.flat)
 
+    def _check_views(self):
+        for p in self.params:
+            if p.data.base is not self.flat or p.grad is None or p.grad.base is not self.flat_grad:
+                raise RuntimeError(f"a parameter of shape {p.shape} no longer lives in the optimizer's "
+                                   "arrays (was it replaced, as model.astype(...) does?): "
+                                   "make the optimizer after changing the model")
+
     def zero_grad(self):
         self.flat_grad.fill(0.0)
 
@@ -649,6 +661,7 @@ class AdamW:
 
     def step(self):
         """Clip, then update every parameter. Returns the gradient norm before clipping."""
+        self._check_views()
         g, m, v, tmp, flat = self.flat_grad, self.m, self.v, self._tmp, self.flat
         norm = self.grad_norm()
         if self.max_grad_norm is not None and norm > self.max_grad_norm:
