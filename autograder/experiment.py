@@ -88,7 +88,7 @@ class Setup:
         assignment = course.assignment(ASSIGNMENT)
         self.notebook = course.source(assignment, assignment.notebook)
         self.summary_out = Path(course.source(assignment, "reference_results.json"))
-        self.default_out = Path(course.root) / "data" / "projection_removal.json"
+        self.default_out = Path(course.data("projection_removal.json"))
         self.corpus_path = corpus_path
         self._dataset = None
 
