@@ -638,6 +638,7 @@ class AdamW:
             p.data = self.flat[offset:offset + n].reshape(p.shape)
             p.grad = self.flat_grad[offset:offset + n].reshape(p.shape)
             offset += n
+        self._views = [(p, p.data, p.grad) for p in self.params]
         # Moment estimates, kept without their (1 - beta) factors:
         #   m = sum of beta1^k g  (Adam's m is (1 - beta1) m),  v likewise with g^2.
         # The factors and the bias corrections then become two scalars in step(),
@@ -647,8 +648,8 @@ class AdamW:
         self._tmp = np.empty_like(self.flat)
 
     def _check_views(self):
-        for p in self.params:
-            if p.data.base is not self.flat or p.grad is None or p.grad.base is not self.flat_grad:
+        for p, data, grad in self._views:
+            if p.data is not data or p.grad is not grad:
                 raise RuntimeError(f"a parameter of shape {p.shape} no longer lives in the optimizer's "
                                    "arrays (was it replaced, as model.astype(...) does?): "
                                    "make the optimizer after changing the model")
