@@ -4,15 +4,18 @@ restoring a deleted test cell (RestoreCells) and writing the grader's verdicts i
 
 import types
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_notebook
+import pytest
 
 from autograder import grading
-from autograder.nbgrader_bridge import ApplyResults
-from autograder.nbgrader_cells import RestoreCells
+
+# slow only in that importing nbgrader costs seconds of CPU, which alone would take `make check`
+# past its 30 seconds on a busy machine (so it is imported in the tests, not when collecting);
+# run them with `pytest tests/test_nbgrader_units.py`
+pytestmark = pytest.mark.slow
 
 
 def _cell(gid, code="", **nbgrader):
+    from nbformat.v4 import new_code_cell
     return new_code_cell(code, metadata={"nbgrader": {"grade_id": gid, "grade": False, "solution": False,
                                                       "locked": False, **nbgrader}})
 
@@ -26,6 +29,9 @@ def _source(name, source="check('x')"):
 
 
 def test_a_deleted_check_cell_comes_back_after_the_nearest_earlier_cell_the_submission_has():
+    from nbformat.v4 import new_notebook
+
+    from autograder.nbgrader_cells import RestoreCells
     order = ["imports", "softmax", "show_table", "check_softmax", "causal_mask", "check_causal_mask"]
     source_nb = types.SimpleNamespace(source_cells=[_source(n) for n in order],
                                       grade_cells=[types.SimpleNamespace(name=n, max_score=4)
@@ -53,6 +59,10 @@ def _record(student):
 
 
 def test_each_test_cell_gets_its_part_s_verdict_and_a_part_without_one_scores_zero(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_notebook
+
+    from autograder.nbgrader_bridge import ApplyResults
     grading.write_result(str(tmp_path), _record("ann"))
     nb = new_notebook(cells=[_cell("softmax", "def softmax(z): ...", solution=True),
                              _cell("check_softmax", "check('softmax')", grade=True, points=4),
