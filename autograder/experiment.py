@@ -59,7 +59,6 @@ from selfcheck.program import program, read_notebook  # noqa: E402
 ASSIGNMENT = "weighted_attention"      # the assignment whose reference layer the experiment trains
 
 
-@functools.lru_cache(maxsize=None)
 def reference_namespace(notebook):
     """The solution notebook's definitions: its imports and the reference WeightedAttention.
 
@@ -67,6 +66,11 @@ def reference_namespace(notebook):
     cells the way grading does (no show_ or run_ cells), with framework.py
     from the notebook's folder. Once per process and notebook.
     """
+    return _namespace(os.path.abspath(notebook))
+
+
+@functools.lru_cache(maxsize=None)
+def _namespace(notebook):
     notebook = Path(notebook)
     cells = program(read_notebook(str(notebook))).cells
     ns = {"__name__": "reference_weighted_attention"}
@@ -193,11 +197,11 @@ def short_run(attention_cls, remove=(), *, steps=SHORT_STEPS, seed=0, test_batch
 _progress_queue = None
 
 
-def _init_worker(queue, setup=None):
+def _init_worker(queue, course_and_corpus=None):
     global _progress_queue
     _progress_queue = queue
-    if setup is not None:       # a spawned worker starts with nothing: load the same course
-        use(Setup(setup.course, setup.corpus_path))
+    if course_and_corpus is not None:       # a spawned worker starts with nothing: the same course
+        use(Setup(*course_and_corpus))
 
 
 def _report(key, step):
@@ -288,7 +292,7 @@ def run_jobs(function, jobs, steps_per_job, n_workers, label, on_result=None):
         method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
         ctx = multiprocessing.get_context(method)
         queue = ctx.Queue()
-        setup = _current() if method == "spawn" else None
+        setup = (_current().course, _current().corpus_path) if method == "spawn" else None
         with ctx.Pool(n_workers, initializer=_init_worker, initargs=(queue, setup)) as pool:
             pending = [pool.apply_async(function, (job,)) for job in jobs]
             while pending:
