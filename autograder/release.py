@@ -25,8 +25,9 @@ import tempfile
 
 import pytest
 
-from autograder import chapter
 import selfcheck
+from autograder import chapter
+from autograder.config import ConfigError
 from selfcheck.program import is_solution, read_notebook, source
 
 SELFCHECK = os.path.dirname(os.path.abspath(selfcheck.__file__))
@@ -68,16 +69,19 @@ def sync_points(course, assignment, path):
     return changed
 
 
-def unreleased_points(course):
-    """Lines naming every grade cell of ``solutions/`` whose points course.yaml has changed since
-    the last release (nbgrader's gradebook takes its points from there); empty when none."""
+def require_released_points(course):
+    """Raise ConfigError naming every grade cell of ``solutions/`` whose points course.yaml has
+    changed since the last release: nbgrader's gradebook takes its points from there, so it
+    would keep the old points while parts.csv took the new."""
     import nbformat
     found = []
     for assignment in course.assignments:
         nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
         found += [f"{assignment.id}/{meta['grade_id']}: {meta.get('points')} in solutions/, {points} in course.yaml"
                   for meta, points in _unsynced(assignment, nb)]
-    return found
+    if found:
+        raise ConfigError(f"points changed in course.yaml but not released ({'; '.join(found)}): "
+                          "run `course release` first")
 
 
 def count_tests(path):

@@ -5,11 +5,13 @@ What a notebook runs (`program`), a part's status and reason, which submissions 
 nbgrader and graded cohorts.
 """
 
+import dataclasses
 import hashlib
 import json
 import os
 
 from autograder import grading, release, suites
+from autograder.results import Check, Submission
 from selfcheck.program import program
 
 
@@ -76,7 +78,8 @@ def test_without_a_release_the_notebook_runs_as_it_is():
 # --- a part's status and reason -------------------------------------------------------------------------
 
 def _check(status, doc="a check", message=""):
-    return {"status": status, "doc": doc, "message": message or f"{doc}: {status}", "weight": 1}
+    return Check(name="t", doc=doc, visibility="public", weight=1, status=status,
+                 message=message or f"{doc}: {status}")
 
 
 def test_status_is_passed_partial_failed_or_the_one_kind_of_failure():
@@ -103,9 +106,9 @@ def _graded(course, tmp_path, student="ann"):
     path = tmp_path / "submitted" / student / assignment.id / assignment.notebook
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(_submission()))
-    record = {"student": student, "assignment": assignment.id, "notebook": assignment.notebook,
-              "grader": "g1", "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "problem": None,
-              "suites": grading.suite_versions(course, assignment.id), "parts": []}
+    record = Submission(student=student, assignment=assignment.id, notebook=assignment.notebook, grader="g1",
+                        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                        suites=grading.suite_versions(course, assignment.id))
     grading.write_result(str(tmp_path / "out"), record)
     return (student, assignment.id, str(path)), record
 
@@ -116,8 +119,8 @@ def test_an_unchanged_submission_is_kept_and_every_change_is_named(course, tmp_p
     assert grading.stale(course, record, path, grader="g1") is None
     assert grading.stale(course, None, path, grader="g1") == "not graded yet"
     assert grading.stale(course, record, path, grader="g2") == "the grader changed"
-    assert grading.stale(course, dict(record, suites={}), path, grader="g1").startswith("what decides")
-    assert grading.stale(course, dict(record, problem="grader error: x"), path, grader="g1") == \
+    assert grading.stale(course, dataclasses.replace(record, suites={}), path, grader="g1").startswith("what decides")
+    assert grading.stale(course, dataclasses.replace(record, problem="grader error: x"), path, grader="g1") == \
         "the grader failed on it last time"
     with open(path, "a") as fh:
         fh.write("\n")
