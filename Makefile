@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test release bench experiment clean sandbox
+.PHONY: demo test check release bench experiment clean sandbox
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ sandbox:
 
 test: $(STAMP) sandbox
 	$(BIN)/python -m pytest tests
+
+# The fast tests only (no nbgrader, kernels or graded cohorts): under 30 seconds, for every edit.
+check: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 release: $(STAMP)
 	$(BIN)/course release

@@ -243,7 +243,7 @@ def cmd_mistakes(course, args):
 
 def cmd_experiment(course, args):
     from autograder import experiment
-    experiment.main(args.args)
+    experiment.main(args.args, course)
     return 0
 
 

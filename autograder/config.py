@@ -77,6 +77,9 @@ class Course:
     def release(self, assignment, *names):
         return os.path.join(self.root, "assignments", assignment.id, *names)
 
+    def data(self, *names):
+        return os.path.join(self.root, "data", *names)
+
 
 def _keys(where, mapping, allowed, required=()):
     if not isinstance(mapping, dict):

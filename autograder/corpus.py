@@ -1,14 +1,24 @@
-"""The training corpus: found where the course's framework looks, never committed.
+"""The training corpus (tinyshakespeare): found, checked and downloaded here, never committed.
 
-The search path, the checksum and the download belong to the ``framework.py``
-shipped beside the weighted-attention notebook (students need them there); the
-grader loads that same file, so both look in the same places and trust the
-same checksum.
+The course side owns the search, because it knows the course's folders; the
+framework shipped to students only reads the file it is given (or
+``$TINYSHAKESPEARE``, or ``tinyshakespeare.txt`` beside the notebook). The
+grader passes the path it found into every sandbox as ``$TINYSHAKESPEARE``.
 """
 
-import functools
-import importlib.util
+import hashlib
 import os
+import urllib.request
+from pathlib import Path
+
+URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+NAME = "tinyshakespeare.txt"
+CACHE = Path("~/.cache/attention-course") / NAME
+
+
+class CorpusError(RuntimeError):
+    """The corpus is needed and was not found; the message is one line: where we looked, what to do."""
 
 
 def needs_corpus(course, assignment):
@@ -16,21 +26,62 @@ def needs_corpus(course, assignment):
     return os.path.exists(course.source(assignment, "framework.py"))
 
 
-@functools.lru_cache(maxsize=None)
-def _framework(path):
-    spec = importlib.util.spec_from_file_location("course_framework", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def candidates(course):
+    """Where :func:`find` looks, in order, each place once."""
+    places = [Path(os.environ["TINYSHAKESPEARE"]).expanduser()] if os.environ.get("TINYSHAKESPEARE") else []
+    here = Path.cwd()
+    places.append(here / NAME)
+    places += [course.source(a, NAME) for a in course.assignments if needs_corpus(course, a)]
+    for base in (here, Path(course.root)):
+        places += [base / "data" / NAME, base / ".." / "shared" / "data" / NAME]
+    places.append(CACHE.expanduser())
+    unique = []
+    for place in places:        # ".." spelled out, and the first of two names for one file kept
+        place = Path(os.path.normpath(place))
+        if place.resolve() not in {q.resolve() for q in unique}:
+            unique.append(place)
+    return unique
 
 
-def find(course):
-    """The verified corpus file, or None when no assignment needs it.
+def _sha256(data):
+    return hashlib.sha256(data).hexdigest()
 
-    Raises RuntimeError with one line (where it looked, what to do) when an
-    assignment needs it and it cannot be found or downloaded.
+
+def _download(url, timeout):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read()
+
+
+def find(course, *, download=True, timeout=10.0):
+    """The path (a string) of a verified corpus, or None when no assignment of ``course`` trains.
+
+    Looks where :func:`candidates` says, skipping a file whose sha256 is wrong;
+    with nothing found it downloads the char-rnn copy into the cache (when
+    ``download`` and the network allow). Otherwise :class:`CorpusError`.
     """
-    for assignment in course.assignments:
-        if needs_corpus(course, assignment):
-            return str(_framework(course.source(assignment, "framework.py")).find_corpus())
-    return None
+    if not any(needs_corpus(course, a) for a in course.assignments):
+        return None
+    places = candidates(course)
+    problems = []
+    for place in places:
+        if place.is_file():
+            if _sha256(place.read_bytes()) == SHA256:
+                return str(place)
+            problems.append(f"{place} has the wrong sha256")
+    if download:
+        cache = CACHE.expanduser()
+        try:
+            raw = _download(URL, timeout)
+            if _sha256(raw) != SHA256:
+                raise ValueError("downloaded file has the wrong sha256")
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_suffix(".part")
+            tmp.write_bytes(raw)
+            tmp.replace(cache)
+            return str(cache)
+        except Exception as error:  # no network, proxy, bad file: all end in the message below
+            problems.append(f"download from {URL} failed ({type(error).__name__}: {error})")
+    extra = ("; " + "; ".join(problems)) if problems else ""
+    raise CorpusError(f"tinyshakespeare not found (sha256 {SHA256[:12]}...): looked in "
+                      f"{', '.join(str(p) for p in places)}{extra}. "
+                      f"Fix: put {NAME} in data/ or set TINYSHAKESPEARE=/path/to/{NAME}.")

@@ -20,9 +20,9 @@ Two budgets:
   * a short one for graders, `short_run()`: a few hundred steps and part of
     the test set, a few seconds per run.
 
-    python3 autograder/experiment.py                      # both, 3 seeds, 2 jobs
-    python3 autograder/experiment.py --part short --seeds 0-9
-    python3 autograder/experiment.py --plot-only          # redraw the figure from the JSON
+    course experiment                      # both, 3 seeds, 2 jobs
+    course experiment --part short --seeds 0-9
+    course experiment --plot-only          # redraw the figure from the JSON
 
 Writes data/projection_removal.json and data/projection_removal.png (the
 figure needs matplotlib), and the summary the notebook shows beside the
@@ -30,7 +30,9 @@ student's own run, solutions/weighted_attention/reference_results.json
 (derived from the JSON, never edited by hand). The JSON is merged: running one
 part keeps the other. `course experiment` (or `make experiment`) runs this.
 
-The reference layer is the solution notebook's WeightedAttention.
+The reference layer is the solution notebook's WeightedAttention. Importing
+this module loads nothing: a :class:`Setup` names the course, and the notebook
+and the corpus are loaded on first use.
 """
 
 import os
@@ -41,6 +43,7 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import functools  # noqa: E402
 import itertools  # noqa: E402
 import json  # noqa: E402
 import multiprocessing  # noqa: E402
@@ -51,31 +54,83 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
-FOLDER = ROOT / "solutions" / "weighted_attention"
-NOTEBOOK = FOLDER / "weighted_attention.ipynb"
-for _path in (str(ROOT), str(FOLDER)):
-    if _path not in sys.path:
-        sys.path.insert(0, _path)
-import framework as F  # noqa: E402
 from selfcheck.program import program, read_notebook  # noqa: E402
 
+ASSIGNMENT = "weighted_attention"      # the assignment whose reference layer the experiment trains
 
-def reference_namespace(notebook=NOTEBOOK):
+
+def reference_namespace(notebook):
     """The solution notebook's definitions: its imports and the reference WeightedAttention.
 
     The notebook is the one source of the reference layer; this runs its code
     cells the way grading does (no show_ or run_ cells), with framework.py
-    from the notebook's folder.
+    from the notebook's folder. Once per process and notebook.
     """
-    cells = program(read_notebook(notebook)).cells
+    return _namespace(os.path.abspath(notebook))
+
+
+@functools.lru_cache(maxsize=None)
+def _namespace(notebook):
+    notebook = Path(notebook)
+    cells = program(read_notebook(str(notebook))).cells
     ns = {"__name__": "reference_weighted_attention"}
-    for label, code in cells:
-        exec(compile(code, f"<reference {label}>", "exec"), ns)
+    sys.path.insert(0, str(notebook.parent))
+    try:
+        for label, code in cells:
+            exec(compile(code, f"<reference {label}>", "exec"), ns)
+    finally:
+        sys.path.remove(str(notebook.parent))
     return ns
 
 
-WeightedAttention = reference_namespace()["WeightedAttention"]
+class Setup:
+    """What a run trains with, from one course: the solution notebook's framework and layer,
+    the corpus (found on the course side, see autograder/corpus.py) and where results go."""
+
+    def __init__(self, course, corpus_path=None):
+        self.course = course
+        assignment = course.assignment(ASSIGNMENT)
+        self.notebook = course.source(assignment, assignment.notebook)
+        self.summary_out = Path(course.source(assignment, "reference_results.json"))
+        self.default_out = Path(course.data("projection_removal.json"))
+        self.corpus_path = corpus_path
+        self._dataset = None
+
+    @property
+    def F(self):  # noqa: N802  (the notebook's own name for the framework)
+        return reference_namespace(self.notebook)["F"]
+
+    @property
+    def WeightedAttention(self):  # noqa: N802
+        return reference_namespace(self.notebook)["WeightedAttention"]
+
+    def dataset(self):
+        """The chapter's dataset, loaded once per process."""
+        if self._dataset is None:
+            if self.corpus_path is None:
+                from autograder import corpus
+                self.corpus_path = corpus.find(self.course)
+            self._dataset = self.F.CharDataset(self.F.load_corpus(self.corpus_path),
+                                               context_size=CONFIG["context_size"],
+                                               stride=CONFIG["stride"], batch_size=CONFIG["batch_size"])
+        return self._dataset
+
+
+_setup = None       # the Setup of this process's runs (workers get it from their initializer)
+
+
+def use(setup):
+    """Make ``setup`` the one this process's runs train with; returns it."""
+    global _setup
+    _setup = setup
+    return setup
+
+
+def _current():
+    if _setup is None:
+        raise RuntimeError("experiment.use(Setup(course)) first: no course chosen")
+    return _setup
+
 
 VARIANTS = {
     "full": (),
@@ -93,19 +148,9 @@ SHORT_STEPS = 600
 SHORT_TEST_BATCHES = 300
 SHORT_LOG_EVERY = 50
 
-DEFAULT_OUT = ROOT / "data" / "projection_removal.json"
-SUMMARY_OUT = FOLDER / "reference_results.json"
-
-_dataset = None
-
-
 def dataset():
-    """The chapter's dataset, loaded once per process."""
-    global _dataset
-    if _dataset is None:
-        _dataset = F.CharDataset(F.load_corpus(), context_size=CONFIG["context_size"],
-                                 stride=CONFIG["stride"], batch_size=CONFIG["batch_size"])
-    return _dataset
+    """The chapter's dataset of the current setup, loaded once per process."""
+    return _current().dataset()
 
 
 def environment():
@@ -117,6 +162,7 @@ def environment():
 def _train_and_test(attention_cls, remove, *, seed, steps=None, epochs=None, test_batches=None,
                     log_every=100, on_step=None):
     data = dataset()
+    F = _current().F
     model = F.GPT(data.vocab_size, attention_cls, tuple(remove), context_size=CONFIG["context_size"],
                   embed_size=CONFIG["embed_size"], n_blocks=CONFIG["n_blocks"], seed=seed)
     result = F.train(model, data, steps=steps, epochs=epochs, seed=seed, lr=CONFIG["lr"],
@@ -151,9 +197,11 @@ def short_run(attention_cls, remove=(), *, steps=SHORT_STEPS, seed=0, test_batch
 _progress_queue = None
 
 
-def _init_worker(queue):
+def _init_worker(queue, course_and_corpus=None):
     global _progress_queue
     _progress_queue = queue
+    if course_and_corpus is not None:       # a spawned worker starts with nothing: the same course
+        use(Setup(*course_and_corpus))
 
 
 def _report(key, step):
@@ -171,8 +219,9 @@ def _full_job(job):
         if step % every == 0:
             _report(key, step)
 
+    setup = _current()
     model, result, test_loss, eval_seconds = _train_and_test(
-        WeightedAttention, VARIANTS[variant], seed=seed, epochs=epochs, log_every=log_every, on_step=on_step)
+        setup.WeightedAttention, VARIANTS[variant], seed=seed, epochs=epochs, log_every=log_every, on_step=on_step)
     _report(key, result["steps"])
     return {"variant": variant, "seed": seed, "removed": list(VARIANTS[variant]),
             "parameters": model.num_parameters(), "test_loss": test_loss,
@@ -180,12 +229,12 @@ def _full_job(job):
             "steps": result["steps"], "epochs": epochs, "train_seconds": round(result["seconds"], 2),
             "eval_seconds": round(eval_seconds, 2), "wall_seconds": round(time.perf_counter() - start, 2),
             "cpu_seconds": round(time.process_time() - cpu, 2),
-            "sample": F.sample(model, dataset(), "ROMEO:", 120, seed=seed), **environment()}
+            "sample": setup.F.sample(model, dataset(), "ROMEO:", 120, seed=seed), **environment()}
 
 
 def _short_job(job):
     variant, seed, steps, test_batches = job
-    out = short_run(WeightedAttention, VARIANTS[variant], steps=steps, seed=seed, test_batches=test_batches)
+    out = short_run(_current().WeightedAttention, VARIANTS[variant], steps=steps, seed=seed, test_batches=test_batches)
     _report((variant, seed), steps)
     return {"variant": variant, "seed": seed, **out}
 
@@ -240,9 +289,11 @@ def run_jobs(function, jobs, steps_per_job, n_workers, label, on_result=None):
             show()
         _init_worker(None)
     else:
-        ctx = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        ctx = multiprocessing.get_context(method)
         queue = ctx.Queue()
-        with ctx.Pool(n_workers, initializer=_init_worker, initargs=(queue,)) as pool:
+        setup = (_current().course, _current().corpus_path) if method == "spawn" else None
+        with ctx.Pool(n_workers, initializer=_init_worker, initargs=(queue, setup)) as pool:
             pending = [pool.apply_async(function, (job,)) for job in jobs]
             while pending:
                 time.sleep(0.5)
@@ -313,8 +364,9 @@ def parse_seeds(text):
     return list(range(int(text)))
 
 
-def reference_summary(results):
+def reference_summary(results, setup=None):
     """The small summary shipped beside the notebook: per budget, each variant's losses and curves."""
+    setup = setup or _current()
     budgets = []
     for key, curve_key in (("short_budget", "losses"), ("full_budget", "train_loss_curve")):
         part = results.get(key)
@@ -328,7 +380,7 @@ def reference_summary(results):
             variants[v] = {"mean": round(stats["mean"], 4), "min": round(stats["min"], 4),
                            "max": round(stats["max"], 4),
                            "per_seed": [round(stats["per_seed"][str(s)], 4) for s in summary["seeds"]],
-                           "parameters": F.GPT(results["config"]["vocab_size"], WeightedAttention,
+                           "parameters": setup.F.GPT(results["config"]["vocab_size"], setup.WeightedAttention,
                                                VARIANTS[v]).num_parameters(),
                            "curves": [[round(x, 4) for x in r[curve_key]] for r in runs]}
         budgets.append({"title": part["title"], "steps": part["steps"], "seeds": summary["seeds"],
@@ -339,8 +391,8 @@ def reference_summary(results):
             "chapter_test_loss": results.get("chapter_test_loss", CHAPTER_TEST_LOSS), "budgets": budgets}
 
 
-def write_summary(results, path=SUMMARY_OUT):
-    path = Path(path)
+def write_summary(results):
+    path = _current().summary_out
     path.write_text(json.dumps(reference_summary(results), indent=1) + "\n")
     return path
 
@@ -420,14 +472,16 @@ def plot(results, path):
 # command line
 # ---------------------------------------------------------------------------
 
-def main(argv=None):
+def main(argv, course):
+    """`course experiment ARGS`: the experiment of ``course``."""
+    setup = use(Setup(course))
     parser = argparse.ArgumentParser(description="Projection-removal experiment (reference run).")
     parser.add_argument("--epochs", type=float, default=2, help="epochs of the chapter budget (default 2)")
     parser.add_argument("--seeds", default="3", help="'3' = seeds 0,1,2; or '0-4'; or '0,5,7' (default 3)")
     parser.add_argument("--variants", default=",".join(VARIANTS),
                         help="comma-separated subset of " + ", ".join(VARIANTS))
     parser.add_argument("--jobs", type=int, default=2, help="parallel processes (default 2)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results JSON; the PNG goes beside it")
+    parser.add_argument("--out", type=Path, default=setup.default_out, help="results JSON; the PNG goes beside it")
     parser.add_argument("--part", choices=["both", "full", "short"], default="both")
     parser.add_argument("--short-seeds", default="10", help="seeds of the short budget (default 10)")
     parser.add_argument("--short-steps", type=int, default=SHORT_STEPS)
@@ -445,7 +499,7 @@ def main(argv=None):
     results = json.loads(out.read_text()) if out.exists() else {}
     if args.plot_only:
         plot(results, figure)
-        if out.resolve() == DEFAULT_OUT.resolve():
+        if out.resolve() == setup.default_out.resolve():
             write_summary(results)
         return results
 
@@ -520,7 +574,7 @@ def main(argv=None):
 
     plot(results, figure)
     wrote = [out] + ([figure] if figure.exists() else [])
-    if out.resolve() == DEFAULT_OUT.resolve():      # the notebook's copy follows the repository's results only
+    if out.resolve() == setup.default_out.resolve():      # the notebook's copy follows the repository's results only
         wrote.append(write_summary(results))
     print("wrote " + ", ".join(str(p) for p in wrote))
     return results
@@ -545,6 +599,3 @@ def _print_summary(label, part):
               + " ".join(f"{x:.4f}" for x in s["per_seed"].values()))
     print("  robust orderings (every seed agrees): " + ("; ".join(summary["robust_orderings"]) or "none"))
 
-
-if __name__ == "__main__":
-    main()

@@ -21,7 +21,8 @@ import stat
 import tempfile
 import time
 
-from autograder import chapter, suites
+import selfcheck
+from autograder import suites
 from autograder.errors import NoSubmissions
 from autograder.results import GRADER_ERROR, PartResult, Submission
 from selfcheck import wire
@@ -31,9 +32,16 @@ from selfcheck.program import (MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook
 SELF = os.path.dirname(os.path.abspath(__file__))
 
 
+# selfcheck modules that never decide a verdict: the notebooks' pictures and the plugin of the
+# student's own `pytest`; changing them must not mark every result stale
+STUDENT_SIDE = ("plots.py", "plugin.py")
+
+
 def grader_version():
     """A hash of the code that turns a notebook into a verdict."""
-    files = sorted(glob.glob(os.path.join(SELF, "..", "selfcheck", "**", "*.py"), recursive=True))
+    kit = os.path.dirname(os.path.abspath(selfcheck.__file__))
+    files = sorted(path for path in glob.glob(os.path.join(kit, "**", "*.py"), recursive=True)
+                   if os.path.relpath(path, kit) not in STUDENT_SIDE)
     files += [os.path.join(SELF, name) for name in ("grading.py", "suites.py", "sandbox.py")]
     return suites.file_hash(*files)
 
@@ -205,7 +213,7 @@ def suite_versions(course, assignment_id):
     shared = json.dumps({"limits": [course.time_per_test, course.time_per_part, course.memory_mb],
                          "reference": reference, "given": given,
                          "support": suites.file_hash(*support) if support else None,
-                         "numbers": suites.file_hash(chapter.SOURCE)})
+                         "numbers": suites.file_hash(course.data("chapter_numbers.yaml"))})
     versions = {}
     for part in assignment.parts:
         own = json.dumps({"suites": suites.file_hash(os.path.join(course.root, part.public),

@@ -11,7 +11,6 @@ names joined by " or ".
 import os
 import re
 
-from autograder import config
 from selfcheck.checks import diagnoses
 
 _PART = re.compile(r"^## (\w+) \(")
@@ -26,13 +25,12 @@ def comparable(text):
 
 
 def table(root):
-    """part -> {comparable diagnosis: mistake id}, read from ``root``/docs/mistakes.md (else the package's)."""
+    """part -> {comparable diagnosis: mistake id}, read from the course's docs/mistakes.md."""
     if root not in _TABLES:
         found = {}
-        path = next((p for p in (os.path.join(root, "docs", "mistakes.md"),
-                                 os.path.join(config.ROOT, "docs", "mistakes.md")) if os.path.exists(p)), None)
+        path = os.path.join(root, "docs", "mistakes.md")
         text = ""
-        if path:
+        if os.path.exists(path):
             with open(path, encoding="utf-8") as fh:
                 text = fh.read()
         part = name = None

@@ -19,7 +19,7 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 import os
 
-from autograder import cohort_report, corpus, grading, nbgrader_bridge, release, reports
+from autograder import cohort_report, corpus, grading, release, reports
 from autograder.errors import CorpusMissing, NbgraderError
 
 
@@ -33,6 +33,7 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None):
     refused = []
     submissions = grading.find_submissions(course, submitted, refused)                  # 1
     _require_corpus(course, submissions)
+    from autograder import nbgrader_bridge      # nbgrader takes seconds to load: only once grading
     nbgrader_bridge.write_course_folder(course, out)
     batch = grading.grade_all(course, submissions, out, jobs, progress=progress,       # 2, 3
                               force=force, submitted=submitted, refused=refused)
@@ -49,7 +50,7 @@ def _require_corpus(course, submissions):
     if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
         try:
             corpus.find(course)
-        except RuntimeError as exc:      # the shipped framework's own error (it cannot import ours)
+        except RuntimeError as exc:      # corpus.CorpusError: where it looked, what to do
             raise CorpusMissing(str(exc)) from None
 
 
@@ -59,6 +60,7 @@ def to_gradebook(course, submitted, out, submissions, batch):
     A submission the grader failed on is not staged at all (nothing about that student may be
     recorded, not even a 0); one that could not be read is staged as the released stub, so
     nbgrader records its verdicts without reading what was handed in."""
+    from autograder import nbgrader_bridge
     fresh = {r.key for r in batch.graded}
     by_key = {r.key: r for r in batch.records}
     warnings = []
@@ -87,6 +89,7 @@ def export(course, out, records):
 
     Each stands alone: one that fails becomes a warning and the others are still written.
     Returns the warnings."""
+    from autograder import nbgrader_bridge
     warnings = []
     try:
         gradebook = nbgrader_bridge.gradebook_scores(course, out)

@@ -1,9 +1,9 @@
 """Release: solutions/ -> assignments/ through nbgrader, plus the self-check kit.
 
 ``nbgrader generate_assignment`` strips the solutions and copies the public
-tests; then each released folder gets a copy of the :mod:`selfcheck` runner,
-a ``conftest.py`` that loads it and a manifest, so ``pytest`` works there with
-nothing else installed but numpy and pytest. Points are written into the
+tests; then each released folder gets the :mod:`selfcheck` modules it uses
+(:func:`kit_modules`), a ``conftest.py`` that loads them and a manifest, so
+``pytest`` works there with nothing else installed but numpy and pytest. Points are written into the
 solution notebooks from course.yaml first, so course.yaml stays the only
 place they are set (nbgrader reads them from ``solutions/``, its source
 directory, so ``course release`` rewrites those notebooks and says so).
@@ -13,6 +13,7 @@ that leaks nothing replaces ``assignments/`` and ``solutions/``, one folder
 at a time by renames, so a refused release writes nothing.
 """
 
+import ast
 import contextlib
 import filecmp
 import io
@@ -22,14 +23,15 @@ import re
 import shutil
 import tempfile
 
-import nbformat
 import pytest
 
-from autograder import chapter, nbgrader_bridge
+import selfcheck
+from autograder import chapter
 from autograder.config import ConfigError
-from selfcheck.program import source
+from selfcheck.program import is_solution, read_notebook, source
 
-SELFCHECK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "selfcheck")
+SELFCHECK = os.path.dirname(os.path.abspath(selfcheck.__file__))
+RUNNER = ("__init__", "plugin", "child")     # `pytest`, the check cells, the student's process
 CONFTEST = ('"""Lets `pytest` here run the public checks against the notebook in this folder."""\n\n'
             'pytest_plugins = ["selfcheck.plugin"]\n')
 PYTEST_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
@@ -56,6 +58,7 @@ def sync_points(course, assignment, path):
     """Write course.yaml's points into the grade cells of a solution notebook at ``path``.
 
     Returns what changed, e.g. ``["check_softmax 4 -> 5"]``."""
+    import nbformat      # here, like nbgrader below: importing them takes seconds
     nb = nbformat.read(path, as_version=4)
     changed = []
     for meta, points in _unsynced(assignment, nb):
@@ -70,6 +73,7 @@ def require_released_points(course):
     """Raise ConfigError naming every grade cell of ``solutions/`` whose points course.yaml has
     changed since the last release: nbgrader's gradebook takes its points from there, so it
     would keep the old points while parts.csv took the new."""
+    import nbformat
     found = []
     for assignment in course.assignments:
         nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
@@ -94,12 +98,68 @@ def count_tests(path):
     return Count.n
 
 
+def _selfcheck_uses(code):
+    """The selfcheck modules a piece of code names: what it imports from the package, and the probes
+    it asks for (``student.probe("<name>", ...)`` runs ``selfcheck.probes.<name>``)."""
+    used = set()
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            used |= {a.name[len("selfcheck."):] for a in node.names if a.name.startswith("selfcheck.")}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "selfcheck":
+                used |= {a.name for a in node.names}
+            elif node.module.startswith("selfcheck."):
+                used.add(node.module[len("selfcheck."):])
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "probe"
+              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            used.add(f"probes.{node.args[0].value}")
+    return used
+
+
+def kit_modules(course, assignment):
+    """The selfcheck files (paths inside the package) an assignment's folder needs.
+
+    The runner, what the assignment's public tests and notebook use, and in turn
+    what those modules use; names that are no module of the package (a function
+    imported from it) drop out. A probe brings its package's ``__init__.py``.
+    """
+    def path(name):
+        for candidate in (name.replace(".", os.sep) + ".py", os.path.join(name.replace(".", os.sep), "__init__.py")):
+            if os.path.isfile(os.path.join(SELFCHECK, candidate)):
+                return candidate
+        return None
+
+    wanted = set(RUNNER)
+    for part in assignment.parts:
+        with open(os.path.join(course.root, part.public)) as fh:
+            wanted |= _selfcheck_uses(fh.read())
+    nb = read_notebook(course.source(assignment, assignment.notebook))
+    wanted |= {name for cell in nb["cells"] if cell.get("cell_type") == "code"
+               for name in _selfcheck_uses(source(cell))}
+    files, todo = set(), list(wanted)
+    while todo:
+        name = todo.pop()
+        found = path(name)
+        if found is None or found in files:
+            continue
+        files.add(found)
+        if "." in name:
+            todo.append(name.rsplit(".", 1)[0])
+        with open(os.path.join(SELFCHECK, found)) as fh:
+            todo += _selfcheck_uses(fh.read())
+    return sorted(files)
+
+
 def vendor(course, assignment, folder):
-    """Add the self-check kit to a released folder."""
+    """Add the self-check kit to a released folder: the modules it needs, its manifest and numbers."""
     kit = os.path.join(folder, "selfcheck")
     if os.path.exists(kit):
         shutil.rmtree(kit)
-    shutil.copytree(SELFCHECK, kit, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    modules = kit_modules(course, assignment)
+    for name in modules:
+        os.makedirs(os.path.dirname(os.path.join(kit, name)), exist_ok=True)
+        shutil.copy(os.path.join(SELFCHECK, name), os.path.join(kit, name))
     manifest = {
         "assignment": assignment.id, "notebook": assignment.notebook,
         "time_per_test": course.time_per_test, "memory_mb": course.memory_mb,
@@ -111,9 +171,10 @@ def vendor(course, assignment, folder):
     with open(os.path.join(kit, "manifest.json"), "w") as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
-    with open(os.path.join(kit, "chapter_numbers.json"), "w") as fh:   # the public checks' targets
-        json.dump(chapter.numbers(), fh)
-        fh.write("\n")
+    if "chapter.py" in modules:          # the public checks' targets
+        with open(os.path.join(kit, "chapter_numbers.json"), "w") as fh:
+            json.dump(chapter.numbers(), fh)
+            fh.write("\n")
     with open(os.path.join(folder, "conftest.py"), "w") as fh:
         fh.write(CONFTEST)
     with open(os.path.join(folder, "pytest.ini"), "w") as fh:
@@ -136,6 +197,7 @@ def build(course, folder):
     gets the self-check kit. Returns ``(release folder, {assignment id: points
     changed in its solution notebook})``; the synced copies are in ``folder/solutions``.
     """
+    from autograder import nbgrader_bridge      # nbgrader loads in seconds: only when releasing
     source_dir, target = os.path.join(folder, "solutions"), os.path.join(folder, "release")
     synced = {}
     for assignment in course.assignments:
@@ -168,6 +230,7 @@ def release(course):
             if os.path.exists(target):
                 os.rename(target, os.path.join(tmp, f"replaced-{assignment.id}"))
             os.rename(os.path.join(built, assignment.id), target)
+        from autograder import nbgrader_bridge
         for assignment in course.assignments:
             nbgrader_bridge.register(course, assignment, course.root)
     return synced
@@ -198,11 +261,10 @@ def _solution_lines(course, assignment):
     A solution cell's lines between its markers (all of it when it has none, as
     a written answer's model answer), less every line the notebook gives
     students anyway: its other cells and the given lines of solution cells."""
-    nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
     secret, given = set(), set()
-    for cell in nb.cells:
+    for cell in read_notebook(course.source(assignment, assignment.notebook))["cells"]:
         text = source(cell)
-        if not cell.metadata.get("nbgrader", {}).get("solution"):
+        if not is_solution(cell):
             given |= {line.strip() for line in text.splitlines()}
             continue
         inside = "BEGIN SOLUTION" not in text

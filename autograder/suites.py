@@ -21,7 +21,7 @@ import types
 
 import pytest
 
-from autograder import mistake_ids
+from autograder import corpus, mistake_ids
 from autograder.results import Check, PartResult
 from selfcheck import wire
 from selfcheck.checks import CheckFailed, diagnoses
@@ -180,6 +180,10 @@ def run_part(course, assignment, part, prog, workdir, *, jail=None, public_only=
     """
     started = time.monotonic()
     reference = reference_namespace(course, assignment)
+    if corpus.needs_corpus(course, assignment):
+        # the hidden checks train the reference here, and framework.load_corpus reads only what
+        # it is given: the course's corpus, as every sandbox gets it
+        os.environ["TINYSHAKESPEARE"] = corpus.find(course)
     if jail is None:            # the sandbox (autograder/sandbox.py)
         from autograder import sandbox
         jail = sandbox.jail(course)

@@ -16,7 +16,8 @@ course. To include it, install the CPU wheel into the course's environment (then
     /tmp/bench/bin/python bench/train_step.py
 
 The reference attention layer is the solution notebook's (loaded through
-autograder/experiment.py, which needs only numpy).
+autograder/experiment.py, which needs only numpy); the corpus is found as
+autograder/corpus.py says, without downloading.
 
 Without torch the script times the framework alone.
 
@@ -41,7 +42,10 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from autograder.experiment import F, WeightedAttention  # noqa: E402  (the solution notebook's layer)
+from autograder import config, corpus, experiment  # noqa: E402
+
+SETUP = experiment.Setup(config.load(str(ROOT / "course.yaml")))
+F, WeightedAttention = SETUP.F, SETUP.WeightedAttention      # the solution notebook's layer
 
 try:  # optional
     import torch
@@ -54,7 +58,8 @@ VOCAB, CONTEXT, EMBED, BLOCKS, BATCH = 65, 32, 64, 2, 4
 def make_batches(n, seed=0):
     """Real tinyshakespeare batches when the corpus is at hand, random ids otherwise."""
     try:
-        dataset = F.CharDataset(F.load_corpus(download=False), context_size=CONTEXT, stride=16, batch_size=BATCH)
+        path = corpus.find(SETUP.course, download=False)
+        dataset = F.CharDataset(F.load_corpus(path), context_size=CONTEXT, stride=16, batch_size=BATCH)
         batches = []
         while len(batches) < n:
             batches.extend(dataset.train_batches(epoch=len(batches), seed=seed))

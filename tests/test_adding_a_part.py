@@ -10,7 +10,6 @@ nbgrader's grades.csv and its gradebook.
 import csv
 import os
 
-import nbformat
 import pytest
 
 from autograder import cli, cohort
@@ -57,6 +56,7 @@ def test_layer_norm_random(student, reference):
 
 
 def _cell(grade_id, text, **nbgrader):
+    import nbformat      # seconds to import: not while make check collects this slow module
     cell = nbformat.v4.new_code_cell(text)
     cell.id = grade_id.replace("_", "-")
     cell.metadata["nbgrader"] = {"grade_id": grade_id, "schema_version": 3, **nbgrader}
@@ -77,6 +77,7 @@ def test_a_part_added_by_the_readme_steps_is_released_graded_and_exported(course
     folder = os.path.join(course.root, "solutions", assignment.id)
 
     # 1. a solution cell and the part's check cell in the solution notebook
+    import nbformat
     path = os.path.join(folder, assignment.notebook)
     nb = nbformat.read(path, as_version=4)
     nb.cells += [_cell("layer_norm", SOLUTION, solution=True, grade=False, locked=False),

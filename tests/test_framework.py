@@ -4,7 +4,6 @@ Every backward pass is compared with central finite differences in float64.
 Run from the repository root:  python3 -m pytest tests/test_framework.py
 """
 
-import hashlib
 import itertools
 import math
 import sys
@@ -20,7 +19,8 @@ import framework as F  # noqa: E402
 from autograder.experiment import reference_namespace  # noqa: E402
 
 # the reference layer is the solution notebook's, run the way grading runs it
-WeightedAttention = reference_namespace()["WeightedAttention"]
+WeightedAttention = reference_namespace(ROOT / "solutions" / "weighted_attention"
+                                        / "weighted_attention.ipynb")["WeightedAttention"]
 
 PROJECTIONS = ("query", "key", "value")
 ALL_REMOVALS = [frozenset(c) for n in range(4) for c in itertools.combinations(PROJECTIONS, n)]
@@ -373,6 +373,7 @@ def test_gpt_variants_share_identical_initialisation():
     assert not np.array_equal(other["head.weight"].data, full["head.weight"].data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("remove", [(), ("query",), ("value",), PROJECTIONS],
                          ids=["full", "no-query", "no-value", "none"])
 def test_gpt_gradients_tiny_config(remove):
@@ -470,6 +471,15 @@ def test_adamw_views_share_memory_with_parameters():
     assert opt.n_decay == sum(p.size for p in model.parameters() if p.ndim >= 2)
 
 
+def test_adamw_refuses_parameters_replaced_after_it_was_made():
+    """model.astype(...) after the optimizer would train copies nobody reads: step() says so."""
+    model = F.GPT(7, WeightedAttention, context_size=5, embed_size=4, n_blocks=1)
+    opt = F.AdamW(model.parameters())
+    model.astype(np.float64)
+    with pytest.raises(RuntimeError, match="make the optimizer after"):
+        opt.step()
+
+
 def test_warmup_cosine_values():
     s = F.WarmupCosine(max_lr=1e-3, total_steps=1100, warmup=100, min_lr=1e-4)
     assert math.isclose(s(0), 1e-5)
@@ -533,8 +543,9 @@ def test_dataset_shuffles_each_epoch_reproducibly():
 
 
 def _real_corpus():
+    from autograder import config, corpus
     try:
-        return F.load_corpus(download=False)
+        return F.load_corpus(corpus.find(config.load(str(ROOT / "course.yaml")), download=False))
     except RuntimeError:
         return None
 
@@ -551,84 +562,23 @@ def test_chapter_batch_counts_on_the_real_corpus():
     assert ds.test_windows()[0].shape == (1_742 * 4, 32)
 
 
-def _isolate(tmp_path, monkeypatch, *, keep_repo_search=False):
-    """No corpus anywhere: empty cwd, empty home, no repository root, no network."""
+def test_load_corpus_reads_the_path_it_is_given_then_the_environment_then_the_folder(tmp_path, monkeypatch):
+    """The framework only reads: the search and the download are the course's (tests/test_corpus.py)."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.delenv("TINYSHAKESPEARE", raising=False)
-    monkeypatch.setattr(F, "_HERE", tmp_path / "module")
-    if not keep_repo_search:
-        monkeypatch.setattr(F, "_find_repo_root", lambda start: None)
-    calls = []
-
-    def no_network(url, timeout):
-        calls.append((url, timeout))
-        raise OSError("network is unreachable")
-
-    monkeypatch.setattr(F, "_download", no_network)
-    return calls
-
-
-@pytest.fixture
-def isolated(tmp_path, monkeypatch):
-    return tmp_path, _isolate(tmp_path, monkeypatch)
-
-
-def test_load_corpus_error_lists_places_and_fix(isolated):
-    tmp_path, calls = isolated
+    given, env, here = tmp_path / "given.txt", tmp_path / "env.txt", tmp_path / "tinyshakespeare.txt"
+    for path in (given, env, here):
+        path.write_text(path.stem)
+    assert F.load_corpus(given) == "given"
+    assert F.load_corpus() == "tinyshakespeare"
+    monkeypatch.setenv("TINYSHAKESPEARE", str(env))
+    assert F.load_corpus() == "env"
+    monkeypatch.delenv("TINYSHAKESPEARE")
+    here.unlink()
     with pytest.raises(RuntimeError) as error:
         F.load_corpus()
     message = str(error.value)
-    assert "\n" not in message
-    assert str(tmp_path / "tinyshakespeare.txt") in message
-    assert str(tmp_path / "data" / "tinyshakespeare.txt") in message
-    assert str(tmp_path / "home" / ".cache" / "attention-course" / "tinyshakespeare.txt") in message
-    assert "TINYSHAKESPEARE" in message and "network is unreachable" in message
-    assert calls and calls[0][0] == F.CORPUS_URL and calls[0][1] <= 30
-
-
-def test_load_corpus_search_order_and_checksum(isolated, monkeypatch):
-    tmp_path, calls = isolated
-    good, bad = b"to be or not to be\n", b"something else\n"
-    monkeypatch.setattr(F, "CORPUS_SHA256", hashlib.sha256(good).hexdigest())
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "tinyshakespeare.txt").write_bytes(good)
-    (tmp_path / "tinyshakespeare.txt").write_bytes(bad)  # found first, but wrong checksum
-    assert F.load_corpus() == good.decode()
-    elsewhere = tmp_path / "elsewhere.txt"
-    elsewhere.write_bytes(good)
-    monkeypatch.setenv("TINYSHAKESPEARE", str(elsewhere))
-    assert F.corpus_candidates()[0] == elsewhere
-    assert F.load_corpus() == good.decode()
-    with pytest.raises(RuntimeError, match="wrong sha256"):
-        F.load_corpus(tmp_path / "tinyshakespeare.txt")
-    assert not calls
-
-
-def test_load_corpus_downloads_into_cache(isolated, monkeypatch):
-    tmp_path, _ = isolated
-    good = b"downloaded text\n"
-    monkeypatch.setattr(F, "CORPUS_SHA256", hashlib.sha256(good).hexdigest())
-    monkeypatch.setattr(F, "_download", lambda url, timeout: good)
-    assert F.load_corpus() == good.decode()
-    cached = tmp_path / "home" / ".cache" / "attention-course" / "tinyshakespeare.txt"
-    assert cached.read_bytes() == good
-    monkeypatch.setattr(F, "_download", lambda url, timeout: pytest.fail("should use the cache"))
-    assert F.load_corpus() == good.decode()
-
-
-def test_load_corpus_finds_repository_data_folder(tmp_path, monkeypatch):
-    calls = _isolate(tmp_path, monkeypatch, keep_repo_search=True)
-    good = b"from the repository\n"
-    monkeypatch.setattr(F, "CORPUS_SHA256", hashlib.sha256(good).hexdigest())
-    repo = tmp_path / "repo"
-    (repo / "solutions" / "nb").mkdir(parents=True)
-    (repo / "course.yaml").write_text("course: x\n")
-    (tmp_path / "shared" / "data").mkdir(parents=True)
-    (tmp_path / "shared" / "data" / "tinyshakespeare.txt").write_bytes(good)
-    monkeypatch.chdir(repo / "solutions" / "nb")  # a notebook folder inside the repository
-    assert F.load_corpus() == good.decode()  # found as <repo root>/../shared/data
-    assert not calls
+    assert "\n" not in message and str(here) in message and F.CORPUS_URL in message
 
 
 # ---------------------------------------------------------------------------
@@ -655,6 +605,7 @@ def test_train_reduces_loss_and_is_reproducible():
     assert F.evaluate(model2, ds2) == after
 
 
+@pytest.mark.slow
 def test_train_by_epochs_counts_steps():
     ds, model = small_setup()
     result = F.train(model, ds, epochs=2, seed=0, log_every=50)
@@ -689,10 +640,11 @@ def test_notebook_reference_results_are_derived_from_the_experiment():
     """reference_results.json is generated from data/projection_removal.json, never edited by hand."""
     import json
 
-    from autograder import experiment
-    results = json.loads((ROOT / "data" / "projection_removal.json").read_text())
-    shipped = json.loads(experiment.SUMMARY_OUT.read_text())
-    assert shipped == json.loads(json.dumps(experiment.reference_summary(results))), \
+    from autograder import config, experiment
+    setup = experiment.Setup(config.load(str(ROOT / "course.yaml")))
+    results = json.loads(setup.default_out.read_text())
+    shipped = json.loads(setup.summary_out.read_text())
+    assert shipped == json.loads(json.dumps(experiment.reference_summary(results, setup))), \
         "run `course experiment --plot-only` to regenerate solutions/weighted_attention/reference_results.json"
     full = shipped["budgets"][-1]
     assert full["steps"] == 31368 and full["variants"]["full"]["parameters"] == 109889

@@ -25,6 +25,8 @@ import pytest
 
 from autograder import sandbox
 
+pytestmark = [pytest.mark.slow, pytest.mark.corpus]   # one graded batch of hostile notebooks
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 

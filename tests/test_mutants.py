@@ -26,6 +26,8 @@ import pytest
 from autograder import cohort, config, mistakes
 from selfcheck.program import grade_id, program, read_notebook, source
 
+pytestmark = [pytest.mark.slow, pytest.mark.corpus]   # grades every catalogued mistake
+
 COURSE = config.load()
 PARTS = [(a, p) for a in COURSE.assignments for p in a.parts]
 

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from autograder import cli, cohort, nbgrader_bridge, pipeline
+from autograder import cli, cohort, pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -52,6 +52,7 @@ def _hand_in(course, folder, student, assignment, nb):
 
 def _auto_scores(course, folder):
     """(student, assignment) -> the autograded score nbgrader's gradebook holds."""
+    from autograder import nbgrader_bridge
     return {key: round(entry["score"], 3) for key, entry in nbgrader_bridge.gradebook_scores(course, folder).items()}
 
 
@@ -73,6 +74,7 @@ def by_course_grade(course, assignment, tmp_path_factory):
 @pytest.fixture(scope="module")
 def nbgrader_folder(course, assignment, tmp_path_factory):
     """A course folder in which nbgrader's own commands are run, the assignment in its gradebook."""
+    from autograder import nbgrader_bridge
     folder = tmp_path_factory.mktemp("nbgrader")
     nbgrader_bridge.write_course_folder(course, str(folder))
     nbgrader_bridge.register(course, assignment, str(folder))

@@ -22,6 +22,7 @@ def _grades(folder):
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_the_committed_release_is_in_sync(course):
     assert release.differences(course) == [], "run `course release` and commit assignments/"
 
@@ -117,6 +118,7 @@ def test_nbgraders_own_generate_assignment_releases_what_course_release_does(cou
     assert [d for d in release.differences(copy) if d.split(os.sep)[0] == aid] == []   # the kit included
 
 
+@pytest.mark.slow
 def test_parts_csv_has_exactly_the_columns(graded_demo):
     folder, records, _ = graded_demo
     with open(folder / "parts.csv") as fh:
@@ -126,6 +128,7 @@ def test_parts_csv_has_exactly_the_columns(graded_demo):
     assert statuses <= {"passed", "partial", "failed", "error", "timeout", "missing"}
 
 
+@pytest.mark.slow
 def test_reference_full_marks_and_stubs_zero(graded_demo):
     folder, _, _ = graded_demo
     for row in _grades(folder):
@@ -137,6 +140,7 @@ def test_reference_full_marks_and_stubs_zero(graded_demo):
             assert "not written yet" in row["reason"]
 
 
+@pytest.mark.slow
 def test_each_mistake_loses_points_in_its_own_part_only(course, graded_demo):
     from autograder import cohort
     folder, _, students = graded_demo
@@ -156,6 +160,7 @@ def test_each_mistake_loses_points_in_its_own_part_only(course, graded_demo):
             assert lost == (row["part"] == part), (name, row)
 
 
+@pytest.mark.slow
 def test_mistakes_are_named_in_the_reason(graded_demo):
     folder, _, _ = graded_demo
     reasons = {r["student"]: r["reason"] for r in _grades(folder) if r["part"] == "softmax"}
@@ -166,6 +171,7 @@ def test_mistakes_are_named_in_the_reason(graded_demo):
     assert "j <= i" in mask_reasons["mask-transposed"]
 
 
+@pytest.mark.slow
 def test_nbgrader_export_agrees_with_parts_csv(course, graded_demo, tmp_path):
     folder, _, _ = graded_demo
     totals = {}
@@ -184,6 +190,7 @@ def test_nbgrader_export_agrees_with_parts_csv(course, graded_demo, tmp_path):
         assert score == pytest.approx(totals.get(key, 0.0), abs=1e-6), key
 
 
+@pytest.mark.slow
 def test_git_ignores_everything_grading_writes_in_a_course_folder(graded_demo):
     """`git add -A` after a term must not commit students' work or grades."""
     folder, _, _ = graded_demo
@@ -197,6 +204,7 @@ def test_git_ignores_everything_grading_writes_in_a_course_folder(graded_demo):
     assert sorted(set(written) - set(proc.stdout.splitlines())) == []
 
 
+@pytest.mark.slow
 def test_nbgrader_export_in_the_course_folder_overwrites_nothing_of_ours(graded_demo, tmp_path):
     import shutil
     folder, _, _ = graded_demo
@@ -212,6 +220,7 @@ def test_nbgrader_export_in_the_course_folder_overwrites_nothing_of_ours(graded_
         assert list(csv.DictReader(fh)) == written
 
 
+@pytest.mark.slow
 def test_autograded_notebooks_exist_for_formgrader(course, graded_demo):
     folder, records, _ = graded_demo
     for record in records:
@@ -219,6 +228,7 @@ def test_autograded_notebooks_exist_for_formgrader(course, graded_demo):
         assert (folder / "autograded" / record.student / assignment.id / assignment.notebook).exists()
 
 
+@pytest.mark.slow
 def test_feedback_shows_no_hidden_test_source(course, graded_demo):
     folder, records, _ = graded_demo
     hidden = release._hidden_lines(course)
@@ -231,6 +241,7 @@ def test_feedback_shows_no_hidden_test_source(course, graded_demo):
             assert line not in text, (page, line)
 
 
+@pytest.mark.slow      # `course grade` loads nbgrader first: seconds
 def test_grading_a_missing_or_empty_folder_is_a_clear_error(tmp_path, capsys):
     from autograder import cli
     assert cli.main(["grade", str(tmp_path / "nowhere")]) == 2
@@ -244,6 +255,8 @@ def _selfcheck(folder, *extra):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
+@pytest.mark.corpus
 def test_selfcheck_in_a_released_folder(course, release_copy):
     from autograder import cohort
     for assignment in course.assignments:
@@ -260,6 +273,7 @@ def test_selfcheck_in_a_released_folder(course, release_copy):
         assert "only the unpredictable inputs are left" in good.stdout
 
 
+@pytest.mark.slow
 def test_course_check_exit_codes(course, tmp_path):
     from autograder import cli, cohort
     assignment = course.assignments[0]
@@ -269,6 +283,7 @@ def test_course_check_exit_codes(course, tmp_path):
     assert cli.main(["check", good]) == 0
 
 
+@pytest.mark.slow      # `course grade` loads nbgrader first: seconds
 def test_a_missing_corpus_stops_grading_with_one_line(course, tmp_path, monkeypatch, capsys):
     from autograder import cli, cohort, corpus
     needing = [a for a in course.assignments if corpus.needs_corpus(course, a)]

@@ -1,16 +1,22 @@
 """The show cells' pictures render headless (Agg), with the labels a reader needs."""
 
-import matplotlib
 import pytest
 
-matplotlib.use("Agg")
+from selfcheck import plots
 
-import matplotlib.pyplot as plt  # noqa: E402
-
-from selfcheck import plots  # noqa: E402
+pytestmark = pytest.mark.slow      # matplotlib renders real figures: seconds each
 
 
-def test_parameter_bars_renders_with_counts_and_shares(tmp_path):
+@pytest.fixture(scope="module")
+def plt():
+    """pyplot, headless; loaded by the tests that draw, not when the module is collected."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot
+    return matplotlib.pyplot
+
+
+def test_parameter_bars_renders_with_counts_and_shares(plt, tmp_path):
     counts = {"embeddings": 25_600_000, "attention": 6_291_456, "feed-forward": 12_598_272, "norms": 12_288}
     ax = plots.parameter_bars(counts, title="six layers")
     assert [t.get_text() for t in ax.get_xticklabels()] == list(counts)
@@ -23,7 +29,7 @@ def test_parameter_bars_renders_with_counts_and_shares(tmp_path):
     plt.close(ax.figure)
 
 
-def test_parameter_bars_draws_on_the_axes_it_is_given():
+def test_parameter_bars_draws_on_the_axes_it_is_given(plt):
     fig, axes = plt.subplots(1, 2)
     assert plots.parameter_bars({"a": 1, "b": 3}, ax=axes[1]) is axes[1]
     assert len(axes[0].patches) == 0 and len(axes[1].patches) == 2
@@ -39,6 +45,7 @@ TOKENS = ["the", "dog", "barked", "loudly"]
 
 def _nontrivial_png(path):
     """A PNG that is more than a blank canvas: many colours, ink on a good part of it."""
+    import matplotlib.pyplot as plt
     import numpy as np
     assert path.stat().st_size > 5000
     image = plt.imread(path)[..., :3]
@@ -47,7 +54,7 @@ def _nontrivial_png(path):
     assert (image.mean(axis=-1) < 0.9).mean() > 0.02
 
 
-def test_attention_heatmap_renders_blocked_cells_blank(tmp_path):
+def test_attention_heatmap_renders_blocked_cells_blank(plt, tmp_path):
     import numpy as np
     ax = plots.attention_heatmap(CHAPTER_MASKED, TOKENS, title="mask, then softmax")
     assert [t.get_text() for t in ax.get_xticklabels()] == TOKENS
@@ -64,7 +71,7 @@ def test_attention_heatmap_renders_blocked_cells_blank(tmp_path):
     plt.close(ax.figure)
 
 
-def test_attention_heatmap_flags_rows_that_do_not_sum_to_one():
+def test_attention_heatmap_flags_rows_that_do_not_sum_to_one(plt):
     fig, axes = plt.subplots(1, 2)
     wrong = [[0.4551, 0, 0], [0.1230, 0.5512, 0], [0.2, 0.3, 0.5]]
     assert plots.attention_heatmap(wrong, ["a", "b", "c"], ax=axes[1]) is axes[1]
@@ -75,7 +82,7 @@ def test_attention_heatmap_flags_rows_that_do_not_sum_to_one():
     plt.close(fig)
 
 
-def test_entropy_curves_renders_on_a_log2_axis(tmp_path):
+def test_entropy_curves_renders_on_a_log2_axis(plt, tmp_path):
     d = [4, 16, 64, 256, 1024]
     raw = [1.7771, 0.9743, 0.5058, 0.2512, 0.1333]
     scaled = [2.4764, 2.4970, 2.4844, 2.4555, 2.4894]
@@ -110,7 +117,7 @@ def test_importing_the_plots_needs_no_matplotlib_and_draws_headless(tmp_path):
     assert (tmp_path / "headless.png").stat().st_size > 5000
 
 
-def test_loss_curves_mean_band_and_range(tmp_path):
+def test_loss_curves_mean_band_and_range(plt, tmp_path):
     curves = {"full": [[20.0, 3.0, 2.5, 2.2], [19.0, 3.1, 2.6, 2.3]], "no-value": [21.0, 3.2, 2.7, 2.4]}
     ax = plots.loss_curves(curves, log_every=50, title="short run")
     lines = ax.get_lines()
@@ -125,7 +132,7 @@ def test_loss_curves_mean_band_and_range(tmp_path):
     plt.close(ax.figure)
 
 
-def test_loss_bars_labels_means_seeds_and_reference(tmp_path):
+def test_loss_bars_labels_means_seeds_and_reference(plt, tmp_path):
     losses = {"full": [1.867, 1.862, 1.879], "no-key": [1.888, 1.887, 1.875], "none-of-three": 2.017}
     ax = plots.loss_bars(losses, title="two epochs", reference=("chapter", 1.907))
     assert [t.get_text() for t in ax.get_xticklabels()] == list(losses)

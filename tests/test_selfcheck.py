@@ -8,13 +8,13 @@ import shutil
 import subprocess
 import sys
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from autograder import cohort, corpus
 from autograder.grading import grade_submission
 from selfcheck.program import grade_id
+
+pytestmark = [pytest.mark.slow, pytest.mark.corpus]   # real kernels and `pytest` in released folders
 
 SYNTAX_ERROR = '''def softmax(z, axis=-1):
     z = np.asarray(z, dtype=float)
@@ -41,6 +41,8 @@ def _student_folder(course, assignment, tmp_path, cells=None, stub=False):
 
 def _execute(folder, notebook):
     """Run every cell in a fresh kernel, top to bottom, as Jupyter's Run All does."""
+    import nbformat      # with nbclient, seconds to import: only for the tests that run a kernel
+    from nbclient import NotebookClient
     nb = nbformat.read(folder / notebook, as_version=4)
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=True,
                    resources={"metadata": {"path": str(folder)}}).execute()

@@ -128,7 +128,7 @@ def objective(ns, embed_size, remove, weights, x, upstream, keys, eps):
 def _dataset():
     if "chapter" not in _DATASETS:
         F = _framework()
-        _DATASETS["chapter"] = F.CharDataset(F.load_corpus(download=False))
+        _DATASETS["chapter"] = F.CharDataset(F.load_corpus())
     return _DATASETS["chapter"]
 
 

@@ -29,13 +29,11 @@ Conventions
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import itertools
 import math
 import operator
 import os
 import time
-import urllib.request
 import zlib
 from pathlib import Path
 
@@ -46,8 +44,7 @@ __all__ = [
     "Module", "Linear", "Embedding", "CausalMask", "Softmax", "GELU", "Sequential",
     "linear", "embedding", "causal_mask", "softmax", "gelu", "cross_entropy",
     "AdamW", "WarmupCosine", "GPT", "Block",
-    "load_corpus", "corpus_candidates", "CharDataset", "train", "evaluate", "sample", "gradient_check",
-    "CORPUS_URL", "CORPUS_SHA256", "find_corpus",
+    "load_corpus", "CharDataset", "train", "evaluate", "sample", "gradient_check",
 ]
 
 
@@ -523,9 +520,9 @@ class Module:
                 t.grad[...] = 0
 
     def astype(self, dtype):
-        """Convert every parameter (in place) to `dtype`; returns self.
+        """Convert every parameter to `dtype` (new arrays); returns self.
 
-        Create the optimizer after this, since it keeps views of the arrays.
+        An optimizer made before this no longer holds the parameters (see AdamW).
         """
         for t in self.parameters():
             t.data = t.data.astype(dtype)
@@ -611,10 +608,15 @@ class AdamW:
     """Adam with decoupled weight decay and global gradient-norm clipping.
 
     Decay (0.01) applies only to tensors with two or more axes (weights and
-    embeddings), not to biases. For speed, all parameters are moved into one
-    flat array (each parameter's .data and .grad become views of it), decayed
-    tensors first, so a step is a handful of vector operations instead of a
-    loop over tensors. Create the optimizer after any model.astype(...).
+    embeddings), not to biases.
+
+    The optimizer owns the parameters' memory. For speed it copies them all into
+    one flat array, `self.flat` (decayed tensors first), and makes each
+    parameter's .data a view of it, and each .grad a view of `self.flat_grad`:
+    a step is then a handful of vector operations instead of a loop over
+    tensors. Anything that later replaces a parameter's array (such as
+    `model.astype(...)`) cuts it off from the optimizer, so step() refuses to run
+    then: make the optimizer after changing the model.
     """
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.01, max_grad_norm=1.0):
@@ -630,12 +632,13 @@ class AdamW:
         self.flat = np.empty(total, dtype=dtype)
         self.flat_grad = np.zeros(total, dtype=dtype)
         offset = 0
-        for p in self.params:
+        for p in self.params:  # each parameter moves into its slice of the two flat arrays
             n = p.size
             self.flat[offset:offset + n] = p.data.reshape(-1)
             p.data = self.flat[offset:offset + n].reshape(p.shape)
             p.grad = self.flat_grad[offset:offset + n].reshape(p.shape)
             offset += n
+        self._views = [(p, p.data, p.grad) for p in self.params]
         # Moment estimates, kept without their (1 - beta) factors:
         #   m = sum of beta1^k g  (Adam's m is (1 - beta1) m),  v likewise with g^2.
         # The factors and the bias corrections then become two scalars in step(),
@@ -643,6 +646,13 @@ class AdamW:
         self.m = np.zeros_like(self.flat)
         self.v = np.zeros_like(self.flat)
         self._tmp = np.empty_like(self.flat)
+
+    def _check_views(self):
+        for p, data, grad in self._views:
+            if p.data is not data or p.grad is not grad:
+                raise RuntimeError(f"a parameter of shape {p.shape} no longer lives in the optimizer's "
+                                   "arrays (was it replaced, as model.astype(...) does?): "
+                                   "make the optimizer after changing the model")
 
     def zero_grad(self):
         self.flat_grad.fill(0.0)
@@ -652,6 +662,7 @@ class AdamW:
 
     def step(self):
         """Clip, then update every parameter. Returns the gradient norm before clipping."""
+        self._check_views()
         g, m, v, tmp, flat = self.flat_grad, self.m, self.v, self._tmp, self.flat
         norm = self.grad_norm()
         if self.max_grad_norm is not None and norm > self.max_grad_norm:
@@ -708,98 +719,27 @@ class WarmupCosine:
 # Data: tinyshakespeare, characters, windows, batches
 # ---------------------------------------------------------------------------
 
-CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
-CORPUS_SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 CORPUS_NAME = "tinyshakespeare.txt"
-CACHE_PATH = Path("~/.cache/attention-course") / CORPUS_NAME
-_HERE = Path(__file__).resolve().parent  # the folder of this file (beside the notebook)
+CORPUS_URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 
 
-def _find_repo_root(start):
-    """The nearest folder at or above `start` that holds course.yaml, or None."""
-    start = Path(start).resolve()
-    for folder in (start, *start.parents):
-        if (folder / "course.yaml").is_file():
-            return folder
-    return None
+def load_corpus(path=None):
+    """The text of tinyshakespeare (1,115,394 characters).
 
-
-def corpus_candidates(path=None):
-    """Where load_corpus looks, in order."""
-    if path is not None:
-        return [Path(path).expanduser()]
-    places = []
-    if os.environ.get("TINYSHAKESPEARE"):
-        places.append(Path(os.environ["TINYSHAKESPEARE"]).expanduser())
-    here = Path.cwd()
-    places += [here / CORPUS_NAME, _HERE / CORPUS_NAME]
-    bases = [here]
-    for start in (here, _HERE):
-        root = _find_repo_root(start)
-        if root is not None:
-            bases.append(root)
-    for base in bases:
-        places += [base / "data" / CORPUS_NAME, base / ".." / "shared" / "data" / CORPUS_NAME]
-    places.append(CACHE_PATH.expanduser())
-    unique = []
-    for p in places:  # keep the first occurrence of each location, with ".." spelled out
-        p = Path(os.path.normpath(p))
-        if p.resolve() not in {q.resolve() for q in unique}:
-            unique.append(p)
-    return unique
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _download(url, timeout):
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read()
-
-
-def find_corpus(path=None, *, download=True, timeout=10.0):
-    """The path of a verified copy of tinyshakespeare (1,115,394 characters).
-
-    Looks, in order: `path` if given (and nowhere else); $TINYSHAKESPEARE;
-    ./tinyshakespeare.txt and the file beside this module; data/ and
-    ../shared/data/ under the current folder and under the course repository
-    (found by walking up to course.yaml); ~/.cache/attention-course/. A file
-    whose sha256 is wrong is skipped. If nothing is found it downloads the
-    char-rnn copy into the cache (when the network allows). Otherwise one
-    RuntimeError line says where it looked and what to do.
+    Read from `path`, else $TINYSHAKESPEARE, else tinyshakespeare.txt in the
+    current folder or beside this file (the course's tools find, check and
+    download it; here we only read it).
     """
-    candidates = corpus_candidates(path)
-    problems = []
-    for candidate in candidates:
-        if candidate.is_file():
-            if _sha256(candidate.read_bytes()) == CORPUS_SHA256:
-                return candidate
-            problems.append(f"{candidate} has the wrong sha256")
-    if path is None and download:
-        cache = CACHE_PATH.expanduser()
-        try:
-            raw = _download(CORPUS_URL, timeout)
-            if _sha256(raw) != CORPUS_SHA256:
-                raise ValueError("downloaded file has the wrong sha256")
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_suffix(".part")
-            tmp.write_bytes(raw)
-            tmp.replace(cache)
-            return cache
-        except Exception as error:  # no network, proxy, bad file: all end in the message below
-            problems.append(f"download from {CORPUS_URL} failed ({type(error).__name__}: {error})")
-    looked = ", ".join(str(c) for c in candidates)
-    extra = ("; " + "; ".join(problems)) if problems else ""
-    raise RuntimeError(
-        f"tinyshakespeare not found (sha256 {CORPUS_SHA256[:12]}...): looked in {looked}{extra}. "
-        f"Fix: put {CORPUS_NAME} beside the notebook or set TINYSHAKESPEARE=/path/to/{CORPUS_NAME}."
-    )
-
-
-def load_corpus(path=None, *, download=True, timeout=10.0):
-    """The text of tinyshakespeare, found as :func:`find_corpus` says."""
-    return find_corpus(path, download=download, timeout=timeout).read_text(encoding="utf-8")
+    if path is None and os.environ.get("TINYSHAKESPEARE"):
+        path = os.environ["TINYSHAKESPEARE"]
+    places = [Path(path).expanduser()] if path is not None else [
+        Path.cwd() / CORPUS_NAME, Path(__file__).resolve().parent / CORPUS_NAME]
+    for place in places:
+        if place.is_file():
+            return place.read_text(encoding="utf-8")
+    raise RuntimeError(f"tinyshakespeare not found: looked in {', '.join(str(p) for p in places)}. "
+                       f"Fix: download {CORPUS_URL} as {CORPUS_NAME} beside the notebook, "
+                       f"or set TINYSHAKESPEARE=/path/to/{CORPUS_NAME}.")
 
 
 class CharDataset:

@@ -1,0 +1,164 @@
+"""Unit tests of the pieces with logic, on tiny in-memory notebooks and records (milliseconds each).
+
+What a notebook runs (`program`), a part's status and reason, which submissions a batch grades
+(`plan`, `stale`), and what the self-check kit ships; the slow tests check the same through real
+nbgrader and graded cohorts.
+"""
+
+import dataclasses
+import hashlib
+import json
+import os
+
+from autograder import grading, release, suites
+from autograder.results import Check, Submission
+from selfcheck.program import program
+
+
+def _cell(gid, code, *, solution=False, grade=False, locked=False, kind="code"):
+    meta = {"grade_id": gid, "solution": solution, "grade": grade, "locked": locked} if gid else {}
+    return {"cell_type": kind, "source": code, "metadata": {"nbgrader": meta} if gid else {}}
+
+
+def _notebook(*cells):
+    return {"cells": list(cells), "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+RELEASE = _notebook(
+    _cell("imports", "import math", locked=True),
+    _cell("square", "def square(x):\n    raise NotImplementedError", solution=True),
+    _cell("twice", "def twice(x):\n    raise NotImplementedError", solution=True),
+    _cell("show_table", "print(square(3))", locked=True),
+    _cell("check_square", "check('square')", grade=True, locked=True),
+)
+
+
+def _submission(*extra, imports="import math", square="def square(x):\n    return x * x"):
+    return _notebook(_cell("imports", imports, locked=True), _cell("square", square, solution=True),
+                     *extra, _cell("twice", "def twice(x):\n    return 2 * x", solution=True),
+                     _cell("show_table", "print(square(3))", locked=True))
+
+
+# --- program(): what runs in the student's process ---------------------------------------------------
+
+def test_the_released_given_cells_win_and_show_and_check_cells_never_run():
+    prog = program(_submission(imports="import os; os.remove('x')"), RELEASE)
+    assert prog.cells == [("imports", "import math"), ("square", "def square(x):\n    return x * x"),
+                          ("twice", "def twice(x):\n    return 2 * x")]
+    assert prog.given == [("imports", "import math")] and prog.missing == []
+
+
+def test_a_cell_the_student_added_keeps_only_its_definitions_and_its_place():
+    added = _cell(None, "import numpy as np\nprint('hi')\nHELPER = 3\ndef helper():\n    return 1")
+    prog = program(_submission(added), RELEASE)
+    labels = [label for label, *_ in prog.cells]
+    assert labels == ["imports", "square", "a cell you added", "twice"]
+    assert prog.cells[2][1] == "import numpy as np\n\ndef helper():\n    return 1"
+
+
+def test_grading_one_part_runs_its_cells_and_stand_ins_for_the_parts_it_uses():
+    prog = program(_submission(), RELEASE, own={"twice"}, stand_ins={"square"})
+    assert prog.cells == [("imports", "import math"), ("square (another part)", None, ["square"]),
+                          ("twice", "def twice(x):\n    return 2 * x")]
+    alone = program(_submission(), RELEASE, own={"twice"})
+    assert [label for label, *_ in alone.cells] == ["imports", "twice"]
+
+
+def test_a_deleted_solution_cell_is_missing():
+    nb = _submission()
+    nb["cells"] = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") != "twice"]
+    assert program(nb, RELEASE).missing == ["twice"]
+
+
+def test_without_a_release_the_notebook_runs_as_it_is():
+    prog = program(_submission(imports="import os"))
+    assert prog.cells[0] == ("imports", "import os") and prog.given == [("imports", "import os")]
+
+
+# --- a part's status and reason -------------------------------------------------------------------------
+
+def _check(status, doc="a check", message=""):
+    return Check(name="t", doc=doc, visibility="public", weight=1, status=status,
+                 message=message or f"{doc}: {status}")
+
+
+def test_status_is_passed_partial_failed_or_the_one_kind_of_failure():
+    assert suites._status([_check("passed")] * 2, 4, 4) == "passed"
+    assert suites._status([_check("passed"), _check("failed")], 2, 4) == "partial"
+    assert suites._status([_check("failed"), _check("timeout")], 0, 4) == "failed"
+    assert suites._status([_check("timeout")] * 2, 0, 4) == "timeout"
+    assert suites._status([_check("missing")], 0, 4) == "missing"
+    assert suites._status([], 0, 4) == "error"
+
+
+def test_the_reason_names_an_unloaded_cell_first_then_the_likely_mistake_then_the_first_failure():
+    checks = [_check("passed"), _check("failed", "sums to one", "sums to one: got 2")]
+    assert suites._reason(checks, [], "partial") == "1 of 2 checks did not pass; first: sums to one: got 2"
+    assert suites._reason([_check("passed")], [], "passed") == "all 1 checks passed"
+    assert suites._reason([], [], "error").startswith("no check ran, so this part scores 0")
+
+
+# --- plan and stale: which submissions a batch grades ------------------------------------------------
+
+def _graded(course, tmp_path, student="ann"):
+    """A submission of the first assignment and a current result of it, as a batch leaves them."""
+    assignment = course.assignments[0]
+    path = tmp_path / "submitted" / student / assignment.id / assignment.notebook
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(_submission()))
+    record = Submission(student=student, assignment=assignment.id, notebook=assignment.notebook, grader="g1",
+                        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+                        suites=grading.suite_versions(course, assignment.id))
+    grading.write_result(str(tmp_path / "out"), record)
+    return (student, assignment.id, str(path)), record
+
+
+def test_an_unchanged_submission_is_kept_and_every_change_is_named(course, tmp_path):
+    task, record = _graded(course, tmp_path)
+    path = task[2]
+    assert grading.stale(course, record, path, grader="g1") is None
+    assert grading.stale(course, None, path, grader="g1") == "not graded yet"
+    assert grading.stale(course, record, path, grader="g2") == "the grader changed"
+    assert grading.stale(course, dataclasses.replace(record, suites={}), path, grader="g1").startswith("what decides")
+    assert grading.stale(course, dataclasses.replace(record, problem="grader error: x"), path, grader="g1") == \
+        "the grader failed on it last time"
+    with open(path, "a") as fh:
+        fh.write("\n")
+    assert grading.stale(course, record, path, grader="g1") == "the notebook changed"
+
+
+def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
+    kept, record = _graded(course, tmp_path, "ann")
+    new = (kept[0].replace("ann", "bob"), kept[1], kept[2].replace("/ann/", "/bob/"))
+    todo, valid, previous = grading.plan(course, [kept, new], str(tmp_path / "out"), grader="g1")
+    assert todo == [new] and valid == [record] and previous == {("ann", kept[1]): record}
+    forced, _, _ = grading.plan(course, [kept, new], str(tmp_path / "out"), force=True, grader="g1")
+    assert forced == [kept, new]
+
+
+# --- the self-check kit --------------------------------------------------------------------------------
+
+def test_each_assignment_ships_the_selfcheck_modules_it_uses(course):
+    kits = {a.id: release.kit_modules(course, a) for a in course.assignments}
+    runner = {"__init__.py", "plugin.py", "child.py", "student.py", "program.py", "wire.py", "checks.py"}
+    assert all(runner <= set(kit) for kit in kits.values())
+    assert "probes/projection_removal.py" in kits["weighted_attention"]
+    assert "scale_experiment.py" in kits["attention"]
+    assert not any(name == "probes/projection_removal.py" or name == "scale_experiment.py"
+                   for name in kits["tiny_transformer"])
+
+
+def test_the_selfcheck_kit_reads_imports_and_probes_from_code():
+    code = ("from selfcheck import scale_experiment as scale\nfrom selfcheck.checks import that\n"
+            "import selfcheck.chapter\n%matplotlib inline\nstudent.probe('common', 'call', 1)\n")
+    assert release._selfcheck_uses(code) == {"scale_experiment", "checks", "chapter", "probes.common"}
+
+
+def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_version(monkeypatch):
+    real = suites.file_hash
+    hashed = []
+    monkeypatch.setattr(suites, "file_hash", lambda *paths: hashed.extend(paths) or real(*paths))
+    grading.grader_version()
+    names = {os.path.basename(p) for p in hashed}
+    assert "plots.py" not in names and "plugin.py" not in names
+    assert {"program.py", "student.py", "checks.py", "grading.py", "suites.py"} <= names
