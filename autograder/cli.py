@@ -3,7 +3,7 @@
     course release            solutions/ -> assignments/ (nbgrader generate_assignment)
     course exchange --setup   nbgrader's exchange, submissions not readable by other students
     course grade SUBMITTED    grade <student>/<assignment>/<notebook>.ipynb under SUBMITTED
-                              (--jobs N, --resume, --force)
+                              (--jobs N, --resume, --force, --cluster ADDRESS)
     course regrade [DIR]      grade again after a test fix; old and new scores per part
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
@@ -20,11 +20,12 @@ import sys
 from autograder import config
 
 
-def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=None):
+def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=None, cluster=None):
     """Grade a folder of submissions; write results, parts.csv, feedback, exports and the gradebook.
 
     Only submissions that changed (or whose grader or suites changed) are graded,
-    unless ``force``. Returns the batch (iterable over every submission's record).
+    unless ``force``; on the Dask scheduler at ``cluster`` when given (autograder/cluster.py).
+    Returns the batch (iterable over every submission's record).
     """
     from autograder import corpus, grading, nbgrader_bridge, release
     from autograder.progress import Progress
@@ -42,8 +43,16 @@ def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=No
     out = os.path.abspath(out)
     nbgrader_bridge.write_course_folder(course, out)
     progress = None if quiet else Progress(stream or sys.stderr)
-    batch = grading.grade_all(course, submissions, out, jobs, progress=progress, force=force,
-                              submitted=submitted, refused=refused)
+    executor = None
+    if cluster:
+        from autograder import cluster as dask_cluster
+        executor = dask_cluster.connect(course, cluster)
+    try:
+        batch = grading.grade_all(course, submissions, out, jobs, progress=progress, force=force,
+                                  submitted=submitted, refused=refused, executor=executor)
+    finally:
+        if executor:
+            executor.close()
     if batch.interrupted:
         return batch
     by_key = {(r["student"], r["assignment"]): r for r in batch.records}
@@ -149,7 +158,8 @@ def cmd_grade(course, args):
     elif journal and not journal.get("finished") and not args.resume:
         print("the last batch in this folder was interrupted; resuming it (its finished "
               "submissions are kept)", file=sys.stderr)
-    batch = grade(course, args.submitted, out, args.jobs, force=args.force)
+    batch = grade(course, args.submitted, out, args.jobs, force=args.force,
+                  cluster=args.cluster or course.cluster)
     if not batch.interrupted:
         print(reports.table(batch.records))
         print()
@@ -168,7 +178,8 @@ def cmd_regrade(course, args):
     if not grading.load_results(out):
         print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
         return 2
-    batch = grade(course, submitted, out, args.jobs, force=args.force)
+    batch = grade(course, submitted, out, args.jobs, force=args.force,
+                  cluster=args.cluster or course.cluster)
     print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
     regraded = sorted({r["assignment"] for r in batch.graded})
@@ -306,11 +317,14 @@ def main(argv=None):
                    help="continue an interrupted batch: keep every result that is still valid")
     g.add_argument("--force", action="store_true",
                    help="grade every submission again, even unchanged ones")
+    g.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="grade on this Dask scheduler (default: course.yaml's cluster, else locally)")
     r = sub.add_parser("regrade", help="grade again after a suite or grader change; print old and new scores")
     r.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
     r.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     r.add_argument("--jobs", type=int, default=None)
     r.add_argument("--force", action="store_true", help="grade every submission again")
+    r.add_argument("--cluster", default=None, metavar="ADDRESS", help="grade on this Dask scheduler")
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
     e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
     e.add_argument("dir", nargs="?", default=".")

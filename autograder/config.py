@@ -56,6 +56,8 @@ class Course:
     time_per_part: float
     assignments: list
     exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
+    cluster: str = None            # a Dask scheduler's address `course grade` grades on; None: locally
+    db_url: str = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
 
     def assignment(self, assignment_id):
         for a in self.assignments:
@@ -113,11 +115,14 @@ def load(path=None):
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root"),
+    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "cluster", "db_url"),
           ("course_id", "limits", "assignments"))
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
         raise ConfigError(f"{name}: exchange_root: must be a folder's path, got {exchange!r}")
+    for key, what in (("cluster", "a Dask scheduler's address"), ("db_url", "an SQLAlchemy URL")):
+        if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise ConfigError(f"{name}: {key}: must be {what}, got {raw[key]!r}")
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
           ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
@@ -171,7 +176,8 @@ def load(path=None):
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
                   float(part_limit), assignments,
-                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None)
+                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None,
+                  raw.get("cluster"), os.path.expandvars(raw["db_url"]) if raw.get("db_url") else None)
 
 
 def write_exchange_root(course, root):
