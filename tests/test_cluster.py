@@ -168,3 +168,12 @@ def test_a_worker_with_another_course_refuses_with_one_line(course, course_copy,
     assert dask_cluster.mismatch(expected, other).startswith("the suites of attention differ")
     assert dask_cluster.mismatch(dict(expected, grader="0" * 12), course).startswith("grader ")
     assert dask_cluster.mismatch(expected, course) is None
+
+
+def test_no_scheduler_is_one_line_and_nothing_graded(course, tmp_path):
+    from autograder import cluster as dask_cluster
+    with socket.socket() as s:              # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(config.ConfigError, match=f"no Dask scheduler answers at tcp://127.0.0.1:{port}"):
+        dask_cluster.connect(course, f"tcp://127.0.0.1:{port}", timeout=2)
