@@ -5,5 +5,4 @@ from the chapter's own scripts at full float64 precision (compare with a
 tolerance, see its meta).
 """
 
-# the suites' import path; PATH (the numbers' YAML) is hashed into every suite version
-from selfcheck.chapter import SOURCE as PATH, get, numbers  # noqa: F401
+from selfcheck.chapter import SOURCE, get, numbers  # noqa: F401 - the suites' import path

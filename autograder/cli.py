@@ -18,91 +18,22 @@ import shutil
 import sys
 
 from autograder import config
+from autograder.errors import CourseError
 
 
-def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=None, cluster=None):
-    """Grade a folder of submissions; write results, parts.csv, feedback, exports and the gradebook.
-
-    Only submissions that changed (or whose grader or suites changed) are graded,
-    unless ``force``; on the Dask scheduler at ``cluster`` when given (autograder/cluster.py).
-    Returns the batch (iterable over every submission's record).
-    """
-    from autograder import corpus, grading, nbgrader_bridge, release
+def _grade(course, submitted, out, jobs, force=False, cluster=None):
+    """The grading pipeline with a progress report on stderr; its warnings printed there too."""
+    from autograder import pipeline
     from autograder.progress import Progress
-    unreleased = release.unreleased_points(course)
-    if unreleased:               # the gradebook would keep the old points while parts.csv took the new
-        raise config.ConfigError(f"points changed in course.yaml but not released ({'; '.join(unreleased)}): "
-                                 "run `course release` first")
-    refused = []
-    submissions = grading.find_submissions(course, submitted, refused)
-    if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
-        try:                     # a missing corpus is the grader's problem, not the students'
-            corpus.find(course)
-        except RuntimeError as exc:
-            raise FileNotFoundError(str(exc)) from None
-    out = os.path.abspath(out)
-    nbgrader_bridge.write_course_folder(course, out)
-    progress = None if quiet else Progress(stream or sys.stderr)
-    executor = None
-    if cluster:
-        from autograder import cluster as dask_cluster
-        executor = dask_cluster.connect(course, cluster)
-    try:
-        batch = grading.grade_all(course, submissions, out, jobs, progress=progress, force=force,
-                                  submitted=submitted, refused=refused, executor=executor)
-    finally:
-        if executor:
-            executor.close()
-    if batch.interrupted:
-        return batch
-    by_key = {(r["student"], r["assignment"]): r for r in batch.records}
-    fresh = {(r["student"], r["assignment"]) for r in batch.graded}
-    for assignment in course.assignments:
-        mine = [(s, a, p) for s, a, p in submissions if a == assignment.id]
-        autograded = [os.path.join(out, "autograded", s, a, assignment.notebook) for s, a, _ in mine]
-        if not mine or (not any((s, a) in fresh for s, a, _ in mine)
-                        and all(os.path.exists(p) for p in autograded)):
-            continue      # the gradebook already holds these very results
-        nbgrader_bridge.register(course, assignment, out)
-        stub = course.release(assignment, assignment.notebook)
-        for student, _, path in mine:
-            record = by_key[student, assignment.id]
-            if grading.is_grader_error(record):
-                continue          # nothing about this student may be recorded, not even a 0
-            nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook, stub,
-                                  use_stub=record.get("problem") is not None)
-        error = nbgrader_bridge.autograde(course, assignment, out)
-        if error:
-            print(f"nbgrader autograde reported a problem for {assignment.id}: {error.splitlines()[0]}",
-                  file=sys.stderr)
-    write_exports(course, out, batch.records)
+    batch = pipeline.grade(course, submitted, out, jobs, force=force, progress=Progress(sys.stderr),
+                           cluster=cluster)
+    _warn(batch.warnings)
     return batch
 
 
-def write_exports(course, out, records):
-    """parts.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export (grades.csv).
-
-    Each export stands alone: one that fails is reported and the others are
-    still written. Returns ``{name: path}`` of those written."""
-    from autograder import nbgrader_bridge, reports
-    try:
-        gradebook = nbgrader_bridge.gradebook_scores(course, out)
-    except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
-        print(f"error: nbgrader's gradebook could not be read ({exc}); exports use the results only",
-              file=sys.stderr)
-        gradebook = {}
-    exports = {"parts": lambda: reports.write_grades(out, records),
-               "totals": lambda: reports.write_totals(out, course, records, gradebook),
-               "gradescope": lambda: reports.write_gradescope(out, course, records, gradebook),
-               "feedback": lambda: reports.write_feedback(out, records, course, gradebook),
-               "nbgrader": lambda: nbgrader_bridge.export(course, out)}
-    paths = {}
-    for name, write in exports.items():
-        try:
-            paths[name] = write()
-        except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
-            print(f"error: the {name} export failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    return paths
+def _warn(lines):
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
 
 
 def _where(out):
@@ -158,8 +89,8 @@ def cmd_grade(course, args):
     elif journal and not journal.get("finished") and not args.resume:
         print("the last batch in this folder was interrupted; resuming it (its finished "
               "submissions are kept)", file=sys.stderr)
-    batch = grade(course, args.submitted, out, args.jobs, force=args.force,
-                  cluster=args.cluster or course.cluster)
+    batch = _grade(course, args.submitted, out, args.jobs, force=args.force,
+                   cluster=args.cluster or course.cluster)
     if not batch.interrupted:
         print(reports.table(batch.records))
         print()
@@ -178,11 +109,11 @@ def cmd_regrade(course, args):
     if not grading.load_results(out):
         print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
         return 2
-    batch = grade(course, submitted, out, args.jobs, force=args.force,
-                  cluster=args.cluster or course.cluster)
+    batch = _grade(course, submitted, out, args.jobs, force=args.force,
+                   cluster=args.cluster or course.cluster)
     print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
-    regraded = sorted({r["assignment"] for r in batch.graded})
+    regraded = sorted({r.assignment for r in batch.graded})
     if regraded and not batch.interrupted:
         print("the exports and feedback pages are up to date; nbgrader's own feedback is not: in "
               f"{out} run " + "; ".join(f"nbgrader generate_feedback {a} --force && nbgrader release_feedback {a}"
@@ -198,7 +129,8 @@ def cmd_export(course, args):
     if not records:
         print(f"error: {out} holds no results (run `course grade` first)", file=sys.stderr)
         return 2
-    write_exports(course, out, records)
+    from autograder import pipeline
+    _warn(pipeline.export(course, out, records))
     print(_where(out))
     return 0
 
@@ -246,10 +178,10 @@ def cmd_check(course, args):
         print(f"{args.notebook}: {exc}", file=sys.stderr)
         return 2
     for part in parts:
-        passed = sum(c["status"] == "passed" for c in part["checks"])
-        print(f"{part['part']}: {passed} of {len(part['checks'])} public checks pass\n"
+        passed = sum(c.status == "passed" for c in part.checks)
+        print(f"{part.part}: {passed} of {len(part.checks)} public checks pass\n"
               + reports.part_output(part) + "\n")
-    return 0 if all(p["status"] == "passed" for p in parts) else 1
+    return 0 if all(p.status == "passed" for p in parts) else 1
 
 
 def cmd_demo(course, args):
@@ -272,7 +204,7 @@ def cmd_demo(course, args):
     for name, what in students.items():
         print(f"   {name:<24} {what}")
     print("3. grading (hidden suites, each part in a process of its own) ...", flush=True)
-    records = grade(course, submitted, folder, args.jobs)
+    records = _grade(course, submitted, folder, args.jobs)
     print()
     print(reports.table(records))
     print(f"\nparts.csv:           {os.path.join(folder, 'parts.csv')}")
@@ -353,9 +285,6 @@ def main(argv=None):
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
                 "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
                 "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
-    except config.ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
+    except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -25,6 +25,7 @@ import tempfile
 import threading
 
 from autograder import config, grading
+from autograder.results import Submission
 from selfcheck.program import NotebookError
 
 # pytest.main and the stdout it redirects are process-wide: a worker process grades one
@@ -81,7 +82,7 @@ def grade_remote(task):
             with open(path, "wb") as fh:
                 fh.write(task["bytes"])
             return grading._worker((course, task["student"], task["assignment"], path,
-                                    task["versions"]["grader"]))
+                                    task["versions"]["grader"])).to_json()
 
 
 class ClusterPool:
@@ -116,7 +117,7 @@ class ClusterPool:
             return
         try:
             if remote.status == "finished":
-                twin.set_result(remote.result())
+                twin.set_result(Submission.from_json(remote.result()))
             elif remote.status == "error":
                 exc = remote.exception()
                 twin.set_exception(grading.Stopped(str(exc)) if isinstance(exc, VersionMismatch) else exc)

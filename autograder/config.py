@@ -2,6 +2,9 @@
 
 Every problem stops with one line naming the file, the key and what is wrong,
 because a typo found at release time is cheap and one found at grading is not.
+The checks are written out rather than a JSON Schema (jsonschema is installed): half
+of them cross files (a notebook's cells, the test files, the parts a part uses), which
+a schema cannot say, and a schema's errors would need translating into these lines.
 """
 
 import json
@@ -11,11 +14,14 @@ from dataclasses import dataclass, field
 
 import yaml
 
-PART_IDS = ("softmax", "causal_mask", "qkv_projections", "parameter_count", "projection_removal")
+from autograder.errors import CourseError
+
+# A part's id names its files (test_<id>.py), its test cell (check_<id>) and a CSV column
+PART_ID = re.compile(r"[a-z][a-z0-9_]*")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class ConfigError(Exception):
+class ConfigError(CourseError):
     """course.yaml is wrong; the message is one line."""
 
 
@@ -145,8 +151,9 @@ def load(path=None):
         parts = []
         for pid, pspec in (spec["parts"] or {}).items():
             pwhere = f"{where}.parts.{pid}"
-            if pid not in PART_IDS:
-                raise ConfigError(f"{pwhere}: unknown part (known: {', '.join(PART_IDS)})")
+            if not isinstance(pid, str) or not PART_ID.fullmatch(pid):
+                raise ConfigError(f"{pwhere}: a part's id must be lower-case letters, digits and _, "
+                                  "starting with a letter")
             if pid in seen_parts:
                 raise ConfigError(f"{pwhere}: part appears in two assignments")
             seen_parts.add(pid)

@@ -21,7 +21,7 @@ import tempfile
 
 import pytest
 
-from autograder import cli, cohort, config, grading, sandbox
+from autograder import cli, cohort, config, pipeline, sandbox
 
 pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
@@ -171,11 +171,11 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
     submitted = os.path.join(copy.root, "submitted")
     assert sorted(os.listdir(submitted)) == sorted([ada, bob])
 
-    batch = cli.grade(copy, submitted, copy.root, jobs=2, quiet=True)
-    scores = {r["student"]: sum(p["score"] for p in r["parts"]) for r in batch.records}
+    batch = pipeline.grade(copy, submitted, copy.root, jobs=2)
+    scores = {r.student: r.score for r in batch.records}
     full = sum(p.points for p in assignment.parts)
     assert scores == {ada: full, bob: 0}              # ada's own notebook, not eve's stub
-    assert not any(grading.is_grader_error(r) for r in batch.records)
+    assert not any(r.grader_error for r in batch.records)
 
     instructor("generate_feedback", assignment.id)
     instructor("release_feedback", assignment.id)

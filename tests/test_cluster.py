@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from autograder import cli, config, grading
+from autograder import config, grading, pipeline
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed: pip install -e '.[cluster]' "
                                                         "(make test does)")
@@ -96,7 +96,7 @@ def _graded_once(out, made):
     """Every submission has one current result, none replaced (no history), none a grader error."""
     for student, assignment in made:
         record = grading.read_result(str(out), student, assignment)
-        assert record is not None and not grading.is_grader_error(record), (student, record)
+        assert record is not None and not record.grader_error, (student, record)
         assert not os.path.exists(grading.history_folder(str(out), student)), student
     assert len(list(out.glob("results/*/*.json"))) == len(made)
     assert grading.read_journal(str(out))["finished"]
@@ -117,12 +117,12 @@ def test_a_killed_worker_loses_nothing_and_grades_match_a_local_run(course, clus
     _graded_once(out, made)
 
     local = tmp_path / "local"
-    cli.grade(course, str(submitted), str(local), jobs=2, quiet=True)
+    pipeline.grade(course, str(submitted), str(local), jobs=2)
     assert (out / "grades.csv").read_text() == (local / "grades.csv").read_text()
-    scores = {(r["student"], p["part"]): (p["score"], p["status"], p["reason"])
-              for r in grading.load_results(str(local)) for p in r["parts"]}
-    assert scores == {(r["student"], p["part"]): (p["score"], p["status"], p["reason"])
-                      for r in grading.load_results(str(out)) for p in r["parts"]}
+    scores = {(r.student, p.part): (p.score, p.status, p.reason)
+              for r in grading.load_results(str(local)) for p in r.parts}
+    assert scores == {(r.student, p.part): (p.score, p.status, p.reason)
+                      for r in grading.load_results(str(out)) for p in r.parts}
 
     again = _grade(submitted, out, "--cluster", cluster.address)       # incremental, as locally
     stdout, stderr = again.communicate(timeout=300)
@@ -144,7 +144,7 @@ def test_a_vanished_scheduler_stops_the_batch_and_resume_finishes_it(course, clu
     assert "Traceback" not in stderr
     assert not grading.read_journal(str(out))["finished"]
     kept = grading.load_results(str(out))
-    assert kept and not any(grading.is_grader_error(r) for r in kept)   # never a student's score
+    assert kept and not any(r.grader_error for r in kept)   # never a student's score
 
     resumed = _grade(submitted, out, "--resume")          # locally: the cluster is gone
     stdout, stderr = resumed.communicate(timeout=600)

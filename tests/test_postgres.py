@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from autograder import cli, grading, nbgrader_bridge
+from autograder import cli, grading, nbgrader_bridge, pipeline
 
 from test_batch import _small_cohort  # noqa: E402
 
@@ -74,14 +74,14 @@ def test_grading_and_every_export_give_the_same_numbers_as_sqlite(course, course
     submitted = tmp_path / "submitted"
     made = _small_cohort(course, submitted, mistakes=1)
     lite = tmp_path / "sqlite"
-    cli.grade(course, str(submitted), str(lite), jobs=2, quiet=True)
+    pipeline.grade(course, str(submitted), str(lite), jobs=2)
 
     def on_postgres(raw):
         raw["db_url"] = postgres
     pg_course = course_copy(on_postgres)
     pg = tmp_path / "postgres"
     shutil.copytree(lite / "results", pg / "results")     # the same verdicts; only the gradebook differs
-    batch = cli.grade(pg_course, str(submitted), str(pg), jobs=2, quiet=True)
+    batch = pipeline.grade(pg_course, str(submitted), str(pg), jobs=2)
     assert batch.graded == [] and len(batch.skipped) == len(made)
     assert not (pg / "gradebook.db").exists()
 
