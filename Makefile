@@ -5,14 +5,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# the tests and the benchmark also grade on Dask and keep a gradebook on PostgreSQL
+EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: demo test check release bench experiment clean sandbox
+.PHONY: demo test check release bench experiment clean sandbox postgres
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $(STAMP)
+
+$(EXTRAS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres]'
+	@touch $(EXTRAS)
 
 demo: $(STAMP) sandbox
 	$(BIN)/course demo
@@ -25,7 +31,15 @@ sandbox:
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
 	  echo "WEAKER MODE: bubblewrap (bwrap) is not installed; install it to isolate students' code"
 
-test: $(STAMP) sandbox
+# PostgreSQL's server, for the test of a gradebook on it (tests/test_scale.py): installed here
+# when we are root on Debian/Ubuntu, otherwise that test says why it skips.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get install -y -qq postgresql >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql >/dev/null 2>&1; }; }; } || \
+	  echo "PostgreSQL is not installed: the PostgreSQL gradebook test will skip"
+
+test: $(EXTRAS) sandbox postgres
 	$(BIN)/python -m pytest tests
 
 # The fast tests only (no nbgrader, kernels or graded cohorts): under 30 seconds, for every edit.
@@ -36,10 +50,11 @@ release: $(STAMP)
 	$(BIN)/course release
 
 # Seconds per submission of `course grade --jobs 1` and `--jobs N` against plain
-# `nbgrader autograde` on the same synthetic cohort, and the self-check's wall time; then one
+# `nbgrader autograde` on the same synthetic cohort, then on one and two local Dask workers
+# (scaling efficiency, overhead against local), and the self-check's wall time; then one
 # training step of the weighted-attention model, the course framework against PyTorch eager
 # (when torch is installed: $(BIN)/pip install torch, CPU wheel; never a dependency).
-bench: $(STAMP)
+bench: $(EXTRAS) sandbox
 	$(BIN)/python bench/grading.py
 	$(BIN)/python bench/train_step.py
 

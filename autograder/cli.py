@@ -3,7 +3,7 @@
     course release            solutions/ -> assignments/ (nbgrader generate_assignment)
     course exchange --setup   nbgrader's exchange, submissions not readable by other students
     course grade SUBMITTED    grade <student>/<assignment>/<notebook>.ipynb under SUBMITTED
-                              (--jobs N, --resume, --force)
+                              (--jobs N, --resume, --force, --cluster ADDRESS)
     course regrade [DIR]      grade again after a test fix; old and new scores per part
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
@@ -22,11 +22,12 @@ from autograder import config
 from autograder.errors import CourseError, NoSubmissions
 
 
-def _grade(course, submitted, out, jobs, force=False):
+def _grade(course, submitted, out, jobs, force=False, cluster=None):
     """The grading pipeline with a progress report on stderr; its warnings printed there too."""
     from autograder import pipeline
     from autograder.progress import Progress
-    batch = pipeline.grade(course, submitted, out, jobs, force=force, progress=Progress(sys.stderr))
+    batch = pipeline.grade(course, submitted, out, jobs, force=force, progress=Progress(sys.stderr),
+                           cluster=cluster)
     _warn(batch.warnings)
     return batch
 
@@ -90,7 +91,8 @@ def cmd_grade(course, args):
     elif journal and not journal.get("finished") and not args.resume:
         print("the last batch in this folder was interrupted; resuming it (its finished "
               "submissions are kept)", file=sys.stderr)
-    batch = _grade(course, args.submitted, out, args.jobs, force=args.force)
+    batch = _grade(course, args.submitted, out, args.jobs, force=args.force,
+                   cluster=args.cluster or course.cluster)
     if not batch.interrupted:
         print(reports.table(batch.records))
         print()
@@ -109,7 +111,8 @@ def cmd_regrade(course, args):
     if not grading.load_results(out):
         print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
         return 2
-    batch = _grade(course, submitted, out, args.jobs, force=args.force)
+    batch = _grade(course, submitted, out, args.jobs, force=args.force,
+                   cluster=args.cluster or course.cluster)
     print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
     regraded = sorted({r.assignment for r in batch.graded})
@@ -261,11 +264,14 @@ def main(argv=None):
                    help="continue an interrupted batch: keep every result that is still valid")
     g.add_argument("--force", action="store_true",
                    help="grade every submission again, even unchanged ones")
+    g.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help="grade on this Dask scheduler (default: course.yaml's cluster, else locally)")
     r = sub.add_parser("regrade", help="grade again after a suite or grader change; print old and new scores")
     r.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
     r.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     r.add_argument("--jobs", type=int, default=None)
     r.add_argument("--force", action="store_true", help="grade every submission again")
+    r.add_argument("--cluster", default=None, metavar="ADDRESS", help="grade on this Dask scheduler")
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
     e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
     e.add_argument("dir", nargs="?", default=".")

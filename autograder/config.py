@@ -63,6 +63,8 @@ class Course:
     assignments: list
     exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
     similarity_threshold: float = 0.5   # the cohort report flags pairs of hand-ins from this score
+    cluster: str = None            # a Dask scheduler's address `course grade` grades on; None: locally
+    db_url: str = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
 
     def assignment(self, assignment_id):
         for a in self.assignments:
@@ -123,7 +125,8 @@ def load(path=None):
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "similarity_threshold"),
+    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "similarity_threshold",
+                     "cluster", "db_url"),
           ("course_id", "limits", "assignments"))
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
@@ -131,6 +134,9 @@ def load(path=None):
     similar = _number(f"{name}: similarity_threshold", raw.get("similarity_threshold", 0.5), positive=True)
     if similar > 1:
         raise ConfigError(f"{name}: similarity_threshold: a share of shared code, at most 1, got {similar!r}")
+    for key, what in (("cluster", "a Dask scheduler's address"), ("db_url", "an SQLAlchemy URL")):
+        if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
+            raise ConfigError(f"{name}: {key}: must be {what}, got {raw[key]!r}")
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
           ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
@@ -186,7 +192,8 @@ def load(path=None):
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
                   float(part_limit), assignments,
                   os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None,
-                  float(similar))
+                  float(similar), raw.get("cluster"),
+                  os.path.expandvars(raw["db_url"]) if raw.get("db_url") else None)
 
 
 def write_exchange_root(course, root):

@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 import time
 
@@ -409,8 +410,12 @@ def plan(course, submissions, out, force=False, grader=None):
     return todo, valid, previous
 
 
+class Stopped(Exception):
+    """What grades the batch went away (a cluster's scheduler): the batch stops, resumable."""
+
+
 def grade_all(course, submissions, out, jobs=None, progress=None, force=False, submitted=None,
-              refused=()):
+              refused=(), executor=None):
     """Grade the submissions that need it in ``jobs`` worker processes.
 
     Each result is written (results/<student>/<assignment>.json, the one it
@@ -418,7 +423,8 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
     returns, so an interrupted batch loses only the submissions in flight; a
     submission whose notebook, grader and suites are unchanged since its last
     result is skipped unless ``force``. Only this process writes files; the
-    workers just grade. Returns a :class:`Batch`.
+    workers just grade: local processes, or ``executor`` (autograder/cluster.py).
+    Returns a :class:`Batch`.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
     grader = grader_version()
@@ -436,8 +442,8 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
     attempts = {task: 0 for task in todo}
     queue = list(todo)
     while queue and not batch.interrupted:
-        pool = cf.ProcessPoolExecutor(max_workers=min(jobs, len(queue)),
-                                      mp_context=multiprocessing.get_context("fork"))
+        pool = executor or cf.ProcessPoolExecutor(max_workers=min(jobs, len(queue)),
+                                                  mp_context=multiprocessing.get_context("fork"))
         futures = {pool.submit(_worker, (course, *task, grader)): task for task in queue}
         queue = []
         try:
@@ -445,6 +451,8 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
                 task = futures[future]
                 try:
                     record = future.result()
+                except Stopped:
+                    raise
                 except Exception as exc:  # the grader's failure (a dead worker, a sandbox that
                     attempts[task] += 1   # did not start, a bug): try again, never the student's 0
                     if attempts[task] <= RETRIES:
@@ -456,7 +464,9 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
                 batch.graded.append(record)
                 if progress:
                     progress.update(record)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, Stopped) as exc:
+            if isinstance(exc, Stopped):
+                print(f"error: {exc}", file=sys.stderr)
             batch.interrupted = True
             done = {r.key for r in batch.graded}
             batch.pending = [t for t in todo if (t[0], t[1]) not in done]

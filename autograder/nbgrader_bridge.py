@@ -45,7 +45,7 @@ def settings(course, out=None):
     c.CourseDirectory.course_id = course.course_id
     c.CourseDirectory.source_directory = os.path.join(course.root, "solutions")
     c.CourseDirectory.release_directory = os.path.join(course.root, "assignments")
-    c.CourseDirectory.db_url = f"sqlite:///{os.path.join(out, 'gradebook.db')}?timeout=60"
+    c.CourseDirectory.db_url = course.db_url or f"sqlite:///{os.path.join(out, 'gradebook.db')}?timeout=60"
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.OverwriteCells.add_missing_cells = True
     c.Execute.timeout = int(max(course.time_per_test, 1))

@@ -23,11 +23,12 @@ from autograder import cohort_report, corpus, grading, release, reports
 from autograder.errors import CorpusMissing, NbgraderError
 
 
-def grade(course, submitted, out, jobs=None, force=False, progress=None):
+def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster=None):
     """Grade ``submitted`` into ``out``; returns the :class:`grading.Batch`.
 
     Only submissions that changed (or whose grader or suites changed) are graded, unless
-    ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one."""
+    ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one; on the
+    Dask scheduler at ``cluster`` when given (autograder/cluster.py)."""
     release.require_released_points(course)
     out = os.path.abspath(out)
     refused = []
@@ -35,8 +36,16 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None):
     _require_corpus(course, submissions)
     from autograder import nbgrader_bridge      # nbgrader takes seconds to load: only once grading
     nbgrader_bridge.write_course_folder(course, out)
-    batch = grading.grade_all(course, submissions, out, jobs, progress=progress,       # 2, 3
-                              force=force, submitted=submitted, refused=refused)
+    executor = None
+    if cluster:
+        from autograder import cluster as dask_cluster
+        executor = dask_cluster.connect(course, cluster)
+    try:
+        batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
+                                  force=force, submitted=submitted, refused=refused, executor=executor)
+    finally:
+        if executor:
+            executor.close()
     if batch.interrupted:
         return batch
     batch.warnings += to_gradebook(course, submitted, out, submissions, batch)          # 4

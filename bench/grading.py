@@ -17,6 +17,10 @@ after the other on the same machine:
   similarity   the cohort report's similarity flags (read, fingerprint, compare every
                assignment's hand-ins) for this cohort and for one of 300 students per
                assignment (synthetic notebooks, never graded).
+  Dask         `course grade --cluster` on a `dask scheduler` with one, then two, local
+               `dask worker` processes (one thread each): the scaling efficiency of two
+               workers (target: at least 85% of linear) and the overhead of going through
+               Dask against local --jobs 1 and --jobs 2 (target: at most 10%).
 
 It prints seconds per submission and each one's ratio to the baseline. The
 machine is shared and noisy: read the ratios, not the absolute seconds.
@@ -141,6 +145,44 @@ def ours(submitted, work, jobs):
     return took, graded
 
 
+def on_dask(submitted, work, workers):
+    """Seconds of `course grade --cluster` with ``workers`` local Dask workers (None without Dask)."""
+    try:
+        from distributed import Client
+    except ImportError:
+        return None
+    import signal
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    dask = os.path.join(BIN, "dask")
+    logs = open(os.path.join(work, f"dask-{workers}.log"), "ab")
+    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+                              stdout=logs, stderr=logs, start_new_session=True, env=_env())]
+    try:
+        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
+                                    "--local-directory", os.path.join(work, f"dask-worker-{i}")],
+                                   stdout=logs, stderr=logs, start_new_session=True, env=_env())
+                  for i in range(workers)]
+        with Client(address, timeout=60, set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=120)
+        out = os.path.join(work, f"course-dask{workers}")
+        took, proc = run([os.path.join(BIN, "course"), "grade", submitted, "--out", out, "--cluster", address],
+                         ROOT, _env())
+        if proc.returncode != 0:
+            raise SystemExit(f"course grade --cluster with {workers} worker(s) failed")
+        return took
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            p.wait()
+
+
 def selfcheck(course, work, runs):
     """Median wall seconds of `pytest` in each released folder holding the solved notebook."""
     found = {}
@@ -222,6 +264,9 @@ def main(argv=None):
     many, many_graded = ours(submitted, work, args.jobs)
     print("timing the self-check ...", flush=True)
     checks = selfcheck(course, work, args.selfcheck_runs)
+    print("timing course grade --cluster on 1 and 2 local Dask workers ...", flush=True)
+    dask = {w: on_dask(submitted, work, w) for w in (1, 2)}
+    two_local = one if args.jobs == 1 else (many if args.jobs == 2 else ours(submitted, work, 2)[0])
 
     rows = [("nbgrader autograde, 1 process (baseline)", base, base_graded),
             ("course grade --jobs 1", one, one_graded),
@@ -237,6 +282,19 @@ def main(argv=None):
         verdict = "under" if seconds < 2.0 else "OVER"
         print(f"self-check (pytest in released {aid}/, solved): median {seconds:.2f} s over "
               f"{args.selfcheck_runs} runs ({verdict} the 2 s target)")
+    if dask[1] is None:
+        print("\nDask: not installed (pip install -e '.[cluster]'; make bench does), so not measured")
+    else:
+        efficiency = dask[1] / (2 * dask[2])
+        overheads = [dask[1] / one - 1, dask[2] / two_local - 1]
+        print(f"\n{'':<42} {'wall s':>8} {'s/submission':>13} {'vs local':>9}")
+        for label, seconds, local in (("course grade --cluster, 1 Dask worker", dask[1], one),
+                                      ("course grade --cluster, 2 Dask workers", dask[2], two_local)):
+            print(f"{label:<42} {seconds:>8.1f} {seconds / n:>13.3f} {seconds / local:>8.2f}x")
+        print(f"Dask scaling efficiency of 2 workers: {efficiency:.0%} of linear "
+              f"({'meets' if efficiency >= 0.85 else 'misses'} the 85% target); overhead against local: "
+              f"{overheads[0]:+.0%} with 1 worker, {overheads[1]:+.0%} with 2 "
+              f"({'meets' if max(overheads) <= 0.10 else 'misses'} the 10% target)")
     target = "meets" if many <= base else "misses"
     print(f"\nwith {args.jobs} workers, course grade takes {many / base:.2f}x the baseline's time "
           f"({target} the target of at most 1x) while running the hidden suites in isolated processes")

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from autograder import cli, cohort, cohort_report, mistake_ids
+from autograder import cli, cohort, cohort_report, mistake_ids, pipeline
 from autograder.results import Check
 from selfcheck.program import grade_id
 
@@ -76,7 +76,7 @@ def graded_cohort(course, tmp_path_factory):
     cohort.write(cohort.solved(course, assignment, loops), str(submitted), "original", assignment)
     from test_similarity import _near_copy
     cohort.write(cohort.solved(course, assignment, _near_copy(loops)), str(submitted), "copier", assignment)
-    batch = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    batch = pipeline.grade(course, str(submitted), str(folder), jobs=2)
     return folder, list(batch)
 
 

@@ -73,3 +73,15 @@ def test_the_cli_reports_a_config_error_and_exits_2(course_copy, capsys):
     path = edit(course_copy, lambda d: d["limits"].__setitem__("time_per_test", 0))
     assert cli.main(["--config", str(path), "release"]) == 2
     assert "time_per_test: must be > 0" in capsys.readouterr().err
+
+
+def test_cluster_and_gradebook_url_are_optional_and_checked(course_copy, monkeypatch):
+    course = config.load(str(course_copy / "course.yaml"))
+    assert course.cluster is None and course.db_url is None
+    monkeypatch.setenv("GRADEBOOK_PASSWORD", "s3cret")
+    course = config.load(str(edit(course_copy, lambda d: d.update(
+        cluster="tcp://grader:8786", db_url="postgresql+psycopg2://grader:${GRADEBOOK_PASSWORD}@db/attention"))))
+    assert course.cluster == "tcp://grader:8786"
+    assert course.db_url == "postgresql+psycopg2://grader:s3cret@db/attention"
+    with pytest.raises(config.ConfigError, match=r"cluster: must be a Dask scheduler's address"):
+        config.load(str(edit(course_copy, lambda d: d.update(cluster=8786))))

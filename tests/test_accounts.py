@@ -1,0 +1,192 @@
+"""A term through nbgrader's exchange with real Unix accounts, one per student, as on a hub.
+
+As root, the test creates the accounts (removed at the end, whatever happens) and runs
+every student command as that student: release, fetch, submit (one student also submits
+under a classmate's name), collect, `course grade`, feedback released and fetched. It checks
+what the README promises: no student can list the hand-ins (and so find another's), the impostor's
+hand-in is refused at collect while the real student's is kept, and each feedback page
+reaches its own student only.
+"""
+
+import contextlib
+import ctypes
+import glob
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from autograder import cli, cohort, config, pipeline, sandbox
+
+pytestmark = pytest.mark.slow
+BIN = os.path.dirname(sys.executable)
+PROBE = """
+import json, os, sys
+def can(f, *a):
+    try:
+        f(*a)
+        return True
+    except OSError:
+        return False
+print(json.dumps({p: {"list": can(os.listdir, p), "read": can(lambda q: open(q).read(), p)}
+                  for p in sys.argv[1:]}))
+"""
+
+
+class Accounts:
+    """Real accounts whose homes are in ``folder``; Python and the course reachable by them
+    (in a private mount namespace, as /root, which holds Python here, is 0700)."""
+
+    def __init__(self, folder):
+        self.folder, self.names = folder, []
+        self.tag = f"{os.getpid() % 100000:05d}"
+
+    def add(self, short):
+        name = f"cs{self.tag}{short}"
+        home = os.path.join(self.folder, name)
+        subprocess.run(["useradd", "-M", "-U", "-d", home, "-s", "/bin/sh", name], check=True,
+                       capture_output=True)
+        self.names.append(name)
+        entry = pwd.getpwnam(name)
+        os.makedirs(home)
+        os.chown(home, entry.pw_uid, entry.pw_gid)
+        os.chmod(home, 0o700)
+        return name
+
+    def run(self, name, argv, check=True):
+        entry = pwd.getpwnam(name)
+        libc = ctypes.CDLL(None, use_errno=True)
+        needed = [os.path.realpath(p) for p in (sys.base_prefix, config.ROOT)]
+        blocked = sorted({os.sep + p.split(os.sep)[1] for p in needed
+                          if not os.stat(os.sep + p.split(os.sep)[1]).st_mode & 0o001})
+        stages = {d: tempfile.mkdtemp(prefix="as-student-") for d in blocked}
+
+        def preexec():
+            assert libc.unshare(0x00020000) == 0                     # CLONE_NEWNS
+            libc.mount(b"none", b"/", None, 16384 | (1 << 18), None)  # MS_REC | MS_PRIVATE
+            for folder, stage in stages.items():                     # only what Python needs shows
+                libc.mount(folder.encode(), stage.encode(), None, 4096 | 16384, None)
+                libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, b"mode=755")
+                for path in needed:
+                    if path.startswith(folder + os.sep):
+                        os.makedirs(path, exist_ok=True)
+                        inner = os.path.join(stage, os.path.relpath(path, folder))
+                        libc.mount(inner.encode(), path.encode(), None, 4096 | 16384, None)
+            os.setgroups([])
+            os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
+            os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
+        env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "HOME": entry.pw_dir, "USER": name,
+               "LOGNAME": name, "MPLBACKEND": "Agg"}
+        try:
+            done = subprocess.run(argv, env=env, cwd=entry.pw_dir, capture_output=True, text=True,
+                                  timeout=300, preexec_fn=preexec)
+        finally:
+            for stage in stages.values():
+                os.rmdir(stage)
+        assert not check or done.returncode == 0, f"{name}: {' '.join(argv)}\n{done.stdout}\n{done.stderr}"
+        return done
+
+    def nbgrader(self, name, course, *args, check=True):
+        return self.run(name, [os.path.join(BIN, "nbgrader"), *args, f"--course={course.course_id}",
+                               f"--Exchange.root={course.exchange_root}"], check=check)
+
+    def probe(self, name, *paths):
+        return json.loads(self.run(name, [sys.executable, "-c", PROBE, *paths]).stdout)
+
+    def remove(self):
+        for name in self.names:
+            with contextlib.suppress(KeyError):
+                sandbox.kill_user(pwd.getpwnam(name).pw_uid)
+            subprocess.run(["userdel", name], capture_output=True)
+            subprocess.run(["groupdel", name], capture_output=True)
+
+
+@pytest.fixture
+def accounts():
+    if os.geteuid() != 0:
+        pytest.skip("creating real student accounts needs root (CI runs the tests as root)")
+    if not shutil.which("useradd"):
+        pytest.skip("useradd is not installed")
+    folder = tempfile.mkdtemp(prefix="course-term-")
+    os.chmod(folder, 0o755)
+    made = Accounts(folder)
+    try:
+        yield made
+    finally:
+        made.remove()
+        shutil.rmtree(folder, ignore_errors=True)
+        for name in made.names:
+            with pytest.raises(KeyError):
+                pwd.getpwnam(name)
+
+
+def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, accounts):
+    from test_batch import only_first
+    copy = course_copy(only_first)
+    assignment = copy.assignments[0]
+    exchange = os.path.join(accounts.folder, "exchange")
+    assert cli.main(["--config", copy.path, "exchange", copy.root, "--setup", "--root", exchange]) == 0
+    copy = config.load(copy.path)
+
+    def instructor(*args):
+        done = subprocess.run([os.path.join(BIN, "nbgrader"), *args], cwd=copy.root, capture_output=True,
+                              text=True, env=dict(os.environ, PATH=BIN + os.pathsep + os.environ["PATH"]))
+        assert done.returncode == 0, f"nbgrader {' '.join(args)}\n{done.stdout}\n{done.stderr}"
+        return done
+    instructor("release_assignment", assignment.id)
+
+    ada, bob, eve = (accounts.add(s) for s in ("ada", "bob", "eve"))
+    for name, nb in ((ada, cohort.solved(copy, assignment)), (bob, cohort.stub(copy, assignment)),
+                     (eve, cohort.stub(copy, assignment))):
+        accounts.nbgrader(name, copy, "fetch_assignment", assignment.id)
+        entry = pwd.getpwnam(name)
+        path = os.path.join(entry.pw_dir, assignment.id, assignment.notebook)
+        assert os.stat(path).st_uid == entry.pw_uid
+        with open(path, "w") as fh:
+            json.dump(nb, fh)
+    accounts.nbgrader(ada, copy, "submit", assignment.id)
+    accounts.nbgrader(bob, copy, "submit", assignment.id)
+    accounts.nbgrader(eve, copy, "submit", assignment.id, f"--student={ada}")   # later than ada's
+
+    inbound = os.path.join(exchange, copy.course_id, "inbound")
+    handed_in = sorted(glob.glob(os.path.join(inbound, "*")))
+    assert len(handed_in) == 3
+    ada_own = [p for p in handed_in if os.stat(p).st_uid == pwd.getpwnam(ada).pw_uid]
+    bobs = [p for p in handed_in if os.path.basename(p).startswith(bob + "+")]
+    # nbgrader's protection: inbound/ cannot be listed, and a hand-in is reached only by its name,
+    # which ends in 72 random bits; so no student finds, and so reads, another's
+    seen = accounts.probe(eve, inbound)
+    assert seen[inbound] == {"list": False, "read": False}, seen
+    suffixes = [os.path.basename(p).rsplit("+", 1)[1] for p in handed_in]
+    assert len(set(suffixes)) == 3 and all(len(x) == 12 for x in suffixes)
+    assert ada_own and bobs
+
+    collected = instructor("collect", assignment.id)
+    assert "owned by" in collected.stdout + collected.stderr          # eve's hand-in, refused by name
+    submitted = os.path.join(copy.root, "submitted")
+    assert sorted(os.listdir(submitted)) == sorted([ada, bob])
+
+    batch = pipeline.grade(copy, submitted, copy.root, jobs=2)
+    scores = {r.student: r.score for r in batch.records}
+    full = sum(p.points for p in assignment.parts)
+    assert scores == {ada: full, bob: 0}              # ada's own notebook, not eve's stub
+    assert not any(r.grader_error for r in batch.records)
+
+    instructor("generate_feedback", assignment.id)
+    instructor("release_feedback", assignment.id)
+    feedback = os.path.join(exchange, copy.course_id, "feedback")
+    assert not accounts.probe(eve, feedback)[feedback]["list"]
+    for name, score in ((ada, full), (bob, 0)):
+        accounts.nbgrader(name, copy, "fetch_feedback", assignment.id)
+        pages = glob.glob(os.path.join(pwd.getpwnam(name).pw_dir, assignment.id, "feedback", "*", "*.html"))
+        assert len(pages) == 1, name
+        text = open(pages[0]).read()
+        for part in assignment.parts:               # the verdicts of this student's own notebook
+            assert f"{part.id}: {part.points if score else 0:g} / {part.points:g}" in text, name
+    accounts.nbgrader(eve, copy, "fetch_feedback", assignment.id, f"--student={ada}", check=False)
+    assert not glob.glob(os.path.join(pwd.getpwnam(eve).pw_dir, assignment.id, "feedback", "*", "*.html"))
