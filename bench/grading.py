@@ -258,7 +258,7 @@ def main(argv=None):
 
     print("timing plain nbgrader autograde (baseline) ...", flush=True)
     base, base_graded = baseline(course, submitted, work)
-    print(f"timing course grade --jobs 1 ...", flush=True)
+    print("timing course grade --jobs 1 ...", flush=True)
     one, one_graded = ours(submitted, work, 1)
     print(f"timing course grade --jobs {args.jobs} ...", flush=True)
     many, many_graded = ours(submitted, work, args.jobs)

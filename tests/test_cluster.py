@@ -7,7 +7,6 @@ with another course refuses with one line.
 """
 
 import contextlib
-import json
 import os
 import signal
 import socket

@@ -36,7 +36,6 @@ def test_leak_detection_finds_solution_and_hidden_text(course, tmp_path):
     assignment = course.assignments[0]
     copy = tmp_path / "release"
     shutil.copytree(os.path.join(course.root, "assignments"), copy)
-    solution = open(course.source(assignment, assignment.notebook)).read()
     line = next(l.strip() for l in release._solution_lines(course, assignment))
     with open(copy / assignment.id / "extra.py", "w") as fh:
         fh.write(line + "\n### BEGIN HIDDEN TESTS\n")
