@@ -5,14 +5,20 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TESTED := $(VENV)/.installed-test
 
-.PHONY: demo test release bench experiment clean sandbox
+.PHONY: demo test release bench experiment clean sandbox browser
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	@touch $(STAMP)
+
+# the tests' own extras (playwright, which drives the system's Chromium: it downloads no browser)
+$(TESTED): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $(TESTED)
 
 demo: $(STAMP) sandbox
 	$(BIN)/course demo
@@ -25,7 +31,15 @@ sandbox:
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
 	  echo "WEAKER MODE: bubblewrap (bwrap) is not installed; install it to isolate students' code"
 
-test: $(STAMP) sandbox
+# Debian's Chromium for the browser tests (tests/test_browser.py), installed like bubblewrap;
+# without it those tests are skipped and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
+	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
+
+test: $(TESTED) sandbox browser
 	$(BIN)/python -m pytest tests
 
 release: $(STAMP)
