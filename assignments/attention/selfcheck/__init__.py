@@ -14,6 +14,10 @@ import os
 class SelfCheckFailed(Exception):
     """A check cell whose part does not pass its public checks: the first failure, the lines above all."""
 
+    def _render_traceback_(self):
+        """IPython shows this one line instead of a traceback into the runner (and so does Validate)."""
+        return [f"SelfCheckFailed: {self}"]
+
 
 def _public_tests(path):
     """(name, test taking the student) for every test in a public file, parametrized ones expanded."""
@@ -61,7 +65,6 @@ def check(part, folder="."):
     Raises :class:`SelfCheckFailed` at the end when anything failed, naming the first failure:
     nbgrader's Validate shows a failing cell's error only, not what it printed.
     """
-    __tracebackhide__ = True    # IPython: the error points at the check cell, not at this runner
     import __main__
 
     from selfcheck import notes
@@ -90,9 +93,9 @@ def check(part, folder="."):
             passed += 1
             print(f"  ok    {what}")
         else:
-            failures.append(f"{what}: {reason}")
+            failures.append(f"{what}\n  " + (f"{lean}\n  " if lean else "") + reason)
             print(f"  FAIL  {what}\n        " + (f"{lean}\n        " if lean else "") + reason)
     print(f"{part}: " + notes.closing(passed, len(failures), entry["hidden_checks"]))
     if failures:
-        raise SelfCheckFailed(f"{part}: {len(failures)} public check(s) failed; the first: {failures[0]}"
-                              + (f" ({lean})" if lean else "") + ". This cell's output lists every check.") from None
+        raise SelfCheckFailed(f"{part}: {len(failures)} public check(s) failed; the first:\n  {failures[0]}\n"
+                              "This cell's output above lists every check.") from None
