@@ -70,7 +70,7 @@ def serve(tmp_path_factory):
                f"--LabApp.workspaces_dir={home / '.workspaces'}"]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
-        log = open(home / "jupyter.log", "w")
+        log = open(home / ".jupyter-server.log", "w")
         proc = subprocess.Popen(cmd, cwd=folder, env=_env(home), stdout=log, stderr=subprocess.STDOUT)
         started.append((proc, log))
         url = f"http://127.0.0.1:{port}"
@@ -81,7 +81,7 @@ def serve(tmp_path_factory):
                     return url
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab did not start:\n{(home / 'jupyter.log').read_text()[-3000:]}")
+                    raise RuntimeError(f"JupyterLab did not start:\n{(home / '.jupyter-server.log').read_text()[-3000:]}")
                 time.sleep(0.3)
 
     yield start
@@ -221,3 +221,107 @@ def test_the_check_cell_on_screen_for_a_wrong_then_a_right_answer(fetched, page)
     _cells(page).nth(check).scroll_into_view_if_needed()
     _shot(page, "student-3-check-right")
     assert "public checks pass" in right and "FAIL" not in right and "Error" not in right, right
+
+
+def test_a_student_submits_in_the_assignments_tab_and_sees_it_listed(fetched, page):
+    url, desk, course = fetched
+    _open_lab(page, url)
+    _assignment_list(page)
+    fetched_row = page.locator("#fetched_assignments_list .list_item", has_text="attention").first
+    fetched_row.get_by_role("button", name="Submit").click()
+    submitted = page.locator("#submitted_assignments_list .list_item", has_text="attention").first
+    submitted.wait_for()
+    _shot(page, "student-5-submitted")
+    inbound = desk.parent / "exchange" / course.course_id / "inbound"
+    assert [name for name in os.listdir(inbound) if "+attention+" in name]
+
+
+def _validate(page):
+    """Click nbgrader's Validate in the notebook's toolbar; the text of the dialog it opens."""
+    page.locator(".validate-button").click()
+    dialog = page.locator(".jp-Dialog", has_text="Validation Results")
+    dialog.wait_for(timeout=180_000)
+    return dialog
+
+
+@pytest.mark.parametrize("state", ["stub", "solved"])
+def test_validate_agrees_with_the_self_check(fetched, page, state):
+    url, desk, course = fetched
+    assignment = course.assignment("attention")
+    folder = desk / f"validate-{state}"
+    shutil.copytree(course.release(assignment), folder, ignore=shutil.ignore_patterns("__pycache__"))
+    nb = cohort.solved(course, assignment) if state == "solved" else cohort.stub(course, assignment)
+    (folder / assignment.notebook).write_text(json.dumps(nb))
+    _open_lab(page, url, f"{folder.name}/{assignment.notebook}")
+    dialog = _validate(page)
+    _shot(page, f"student-4-validate-{state}")
+    text = dialog.inner_text()
+    if state == "solved":
+        assert "Success! Your notebook passes all the tests." in text, text
+    else:
+        for part in assignment.parts:       # each check cell fails, and says what is left to write
+            assert f"SelfCheckFailed: {part.id}: " in text, text
+        assert "not written yet" in text, text
+        assert "selfcheck/__init__.py" not in text, text     # the error points at the cell, not the runner
+
+
+# --- instructors, in formgrader -------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def formgrader(graded_demo, serve, tmp_path_factory):
+    """JupyterLab (formgrader inside) in a copy of the folder `course grade` wrote for the demo cohort."""
+    folder = tmp_path_factory.mktemp("formgrader") / "course"
+    shutil.copytree(graded_demo[0], folder)
+    home = folder.parent / "ta"
+    home.mkdir()
+    return serve(folder, home), folder
+
+
+def _csv(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+def _score_cells(page, url, assignment_id):
+    """formgrader's Manage Submissions table: {student id: "score / max"} once every row is in."""
+    page.goto(f"{url}/formgrader/manage_submissions/{assignment_id}?token={TOKEN}")
+    page.wait_for_selector("#main-table tbody tr td.score:not(:empty)")
+    rows = page.locator("#main-table tbody tr")
+    return {rows.nth(i).locator(".student-id").inner_text(): rows.nth(i).locator(".score").inner_text()
+            for i in range(rows.count())}
+
+
+def test_formgrader_shows_the_grades_and_takes_a_hand_grade_that_the_exports_carry(course, formgrader, page):
+    url, folder = formgrader
+    grades = _csv(folder / "grades.csv")
+    for assignment in course.assignments:
+        shown = _score_cells(page, url, assignment.id)
+        expected = {r["student_id"]: r for r in grades if r["assignment"] == assignment.id and r["timestamp"]}
+        assert set(shown) == set(expected), assignment.id
+        for student, text in shown.items():
+            score, top = (float(x) for x in text.split("/"))
+            assert score == pytest.approx(float(expected[student]["score"]), abs=0.01), (student, text)
+            assert top == pytest.approx(float(expected[student]["max_score"]), abs=0.01), (student, text)
+    _shot(page, "instructor-1-submissions")
+
+    assignment = next(a for a in course.assignments if a.written)
+    cell, points = next(iter(assignment.written.items()))
+    page.goto(f"{url}/formgrader/manage_students/reference/{assignment.id}?token={TOKEN}")
+    page.locator("a[href*='/formgrader/submissions/']").first.click()
+    score = page.locator(f"input#{cell}")
+    score.fill(str(points))
+    score.press("Tab")
+    comment = "Right: the keys differ along the query's direction."
+    page.locator(f"textarea#{cell}-comment").fill(comment)
+    page.locator(f"textarea#{cell}-comment").press("Tab")
+    page.locator(f".comment-saved").first.wait_for(state="visible")
+    score.scroll_into_view_if_needed()
+    _shot(page, "instructor-2-hand-grade")
+
+    assert cli.main(["export", str(folder)]) == 0
+    ref = next(r for r in _csv(folder / "totals.csv") if r["student_id"] == "reference")
+    assert float(ref[assignment.id]) == sum(p.points for p in assignment.parts) + points
+    with open(folder / "gradescope" / "reference" / assignment.id / "results.json") as fh:
+        result = json.load(fh)
+    hand = next(t for t in result["tests"] if t["number"] == cell)
+    assert hand["score"] == points and hand["status"] == "passed" and comment in hand["output"]
