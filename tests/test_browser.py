@@ -19,6 +19,7 @@ import urllib.request
 import pytest
 
 from autograder import cli, cohort
+from selfcheck.program import grade_id
 
 sync_api = pytest.importorskip("playwright.sync_api",
                                reason="playwright is a test extra: `make test` installs it (pip install -e '.[test]')")
@@ -194,15 +195,15 @@ def _run(page, index, code=None):
     return cell.locator(".jp-OutputArea").inner_text()
 
 
-def _index(nb, grade_id):
-    return next(i for i, c in enumerate(nb["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == grade_id)
+def _index(nb, gid):
+    return next(i for i, c in enumerate(nb["cells"]) if grade_id(c) == gid)
 
 
 def test_the_check_cell_on_screen_for_a_wrong_then_a_right_answer(fetched, page):
     url, desk, course = fetched
     assignment = course.assignment("attention")
     solved = cohort.solved(course, assignment)
-    code = {c["metadata"]["nbgrader"]["grade_id"]: c["source"] for c in solved["cells"] if "nbgrader" in c["metadata"]}
+    code = {grade_id(c): c["source"] for c in solved["cells"]}
     mistake = cohort.catalogue(course, "softmax")[0]["softmax-no-max-shift"]["cells"]["softmax"].strip()
     _open_lab(page, url, "attention/attention.ipynb")
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
