@@ -61,4 +61,4 @@ experiment: $(STAMP)
 
 clean:
 	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
-	  totals.csv grades.csv gradescope
+	  totals.csv grades.csv gradescope cohort_report.html cohort_report.csv

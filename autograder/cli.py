@@ -8,6 +8,7 @@
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course demo               release, build a demo cohort, grade it, print the table
+    course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
     course experiment         the projection-removal experiment (autograder/experiment.py; --help)
 """
@@ -18,82 +19,21 @@ import shutil
 import sys
 
 from autograder import config
+from autograder.errors import CourseError, NoSubmissions
 
 
-def grade(course, submitted, out, jobs=None, quiet=False, force=False, stream=None):
-    """Grade a folder of submissions; write results, parts.csv, feedback, exports and the gradebook.
-
-    Only submissions that changed (or whose grader or suites changed) are graded,
-    unless ``force``. Returns the batch (iterable over every submission's record).
-    """
-    from autograder import corpus, grading, nbgrader_bridge, release
+def _grade(course, submitted, out, jobs, force=False):
+    """The grading pipeline with a progress report on stderr; its warnings printed there too."""
+    from autograder import pipeline
     from autograder.progress import Progress
-    unreleased = release.unreleased_points(course)
-    if unreleased:               # the gradebook would keep the old points while parts.csv took the new
-        raise config.ConfigError(f"points changed in course.yaml but not released ({'; '.join(unreleased)}): "
-                                 "run `course release` first")
-    refused = []
-    submissions = grading.find_submissions(course, submitted, refused)
-    if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
-        try:                     # a missing corpus is the grader's problem, not the students'
-            corpus.find(course)
-        except RuntimeError as exc:
-            raise FileNotFoundError(str(exc)) from None
-    out = os.path.abspath(out)
-    nbgrader_bridge.write_course_folder(course, out)
-    progress = None if quiet else Progress(stream or sys.stderr)
-    batch = grading.grade_all(course, submissions, out, jobs, progress=progress, force=force,
-                              submitted=submitted, refused=refused)
-    if batch.interrupted:
-        return batch
-    by_key = {(r["student"], r["assignment"]): r for r in batch.records}
-    fresh = {(r["student"], r["assignment"]) for r in batch.graded}
-    for assignment in course.assignments:
-        mine = [(s, a, p) for s, a, p in submissions if a == assignment.id]
-        autograded = [os.path.join(out, "autograded", s, a, assignment.notebook) for s, a, _ in mine]
-        if not mine or (not any((s, a) in fresh for s, a, _ in mine)
-                        and all(os.path.exists(p) for p in autograded)):
-            continue      # the gradebook already holds these very results
-        nbgrader_bridge.register(course, assignment, out)
-        stub = course.release(assignment, assignment.notebook)
-        for student, _, path in mine:
-            record = by_key[student, assignment.id]
-            if grading.is_grader_error(record):
-                continue          # nothing about this student may be recorded, not even a 0
-            nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook, stub,
-                                  use_stub=record.get("problem") is not None)
-        error = nbgrader_bridge.autograde(course, assignment, out)
-        if error:
-            print(f"nbgrader autograde reported a problem for {assignment.id}: {error.splitlines()[0]}",
-                  file=sys.stderr)
-    write_exports(course, out, batch.records)
+    batch = pipeline.grade(course, submitted, out, jobs, force=force, progress=Progress(sys.stderr))
+    _warn(batch.warnings)
     return batch
 
 
-def write_exports(course, out, records):
-    """parts.csv, totals.csv, Gradescope results, feedback pages and nbgrader's own export (grades.csv).
-
-    Each export stands alone: one that fails is reported and the others are
-    still written. Returns ``{name: path}`` of those written."""
-    from autograder import nbgrader_bridge, reports
-    try:
-        gradebook = nbgrader_bridge.gradebook_scores(course, out)
-    except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
-        print(f"error: nbgrader's gradebook could not be read ({exc}); exports use the results only",
-              file=sys.stderr)
-        gradebook = {}
-    exports = {"parts": lambda: reports.write_grades(out, records),
-               "totals": lambda: reports.write_totals(out, course, records, gradebook),
-               "gradescope": lambda: reports.write_gradescope(out, course, records, gradebook),
-               "feedback": lambda: reports.write_feedback(out, records, course, gradebook),
-               "nbgrader": lambda: nbgrader_bridge.export(course, out)}
-    paths = {}
-    for name, write in exports.items():
-        try:
-            paths[name] = write()
-        except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
-            print(f"error: the {name} export failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-    return paths
+def _warn(lines):
+    for line in lines:
+        print(f"error: {line}", file=sys.stderr)
 
 
 def _where(out):
@@ -101,7 +41,8 @@ def _where(out):
             f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
             f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
             f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
-            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html")
+            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html\n"
+            f"report:     {os.path.join(out, 'cohort_report.html')} (the cohort's mistakes and similarity flags)")
 
 
 def _release(course):
@@ -149,7 +90,7 @@ def cmd_grade(course, args):
     elif journal and not journal.get("finished") and not args.resume:
         print("the last batch in this folder was interrupted; resuming it (its finished "
               "submissions are kept)", file=sys.stderr)
-    batch = grade(course, args.submitted, out, args.jobs, force=args.force)
+    batch = _grade(course, args.submitted, out, args.jobs, force=args.force)
     if not batch.interrupted:
         print(reports.table(batch.records))
         print()
@@ -168,10 +109,10 @@ def cmd_regrade(course, args):
     if not grading.load_results(out):
         print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
         return 2
-    batch = grade(course, submitted, out, args.jobs, force=args.force)
+    batch = _grade(course, submitted, out, args.jobs, force=args.force)
     print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
-    regraded = sorted({r["assignment"] for r in batch.graded})
+    regraded = sorted({r.assignment for r in batch.graded})
     if regraded and not batch.interrupted:
         print("the exports and feedback pages are up to date; nbgrader's own feedback is not: in "
               f"{out} run " + "; ".join(f"nbgrader generate_feedback {a} --force && nbgrader release_feedback {a}"
@@ -187,8 +128,21 @@ def cmd_export(course, args):
     if not records:
         print(f"error: {out} holds no results (run `course grade` first)", file=sys.stderr)
         return 2
-    write_exports(course, out, records)
+    from autograder import pipeline
+    _warn(pipeline.export(course, out, records))
     print(_where(out))
+    return 0
+
+
+def cmd_report(course, args):
+    """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
+    from autograder import cohort_report, grading
+    out = os.path.abspath(args.dir)
+    records = grading.load_results(out)
+    if not records:
+        raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
+    path = cohort_report.write(course, out, records, args.submitted)
+    print(f"report: {path}\ncsv:    {os.path.join(out, cohort_report.CSV)}")
     return 0
 
 
@@ -235,10 +189,10 @@ def cmd_check(course, args):
         print(f"{args.notebook}: {exc}", file=sys.stderr)
         return 2
     for part in parts:
-        passed = sum(c["status"] == "passed" for c in part["checks"])
-        print(f"{part['part']}: {passed} of {len(part['checks'])} public checks pass\n"
+        passed = sum(c.status == "passed" for c in part.checks)
+        print(f"{part.part}: {passed} of {len(part.checks)} public checks pass\n"
               + reports.part_output(part) + "\n")
-    return 0 if all(p["status"] == "passed" for p in parts) else 1
+    return 0 if all(p.status == "passed" for p in parts) else 1
 
 
 def cmd_demo(course, args):
@@ -261,13 +215,14 @@ def cmd_demo(course, args):
     for name, what in students.items():
         print(f"   {name:<24} {what}")
     print("3. grading (hidden suites, each part in a process of its own) ...", flush=True)
-    records = grade(course, submitted, folder, args.jobs)
+    records = _grade(course, submitted, folder, args.jobs)
     print()
     print(reports.table(records))
     print(f"\nparts.csv:           {os.path.join(folder, 'parts.csv')}")
     print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
     print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "
           f"(cd {args.dir} && nbgrader export, or formgrader for the written answers)")
+    print(f"cohort report:       {os.path.join(folder, 'cohort_report.html')} (and cohort_report.csv beside it)")
     return 0
 
 
@@ -314,6 +269,9 @@ def main(argv=None):
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
     e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
     e.add_argument("dir", nargs="?", default=".")
+    rp = sub.add_parser("report", help="the cohort report: cohort_report.html and cohort_report.csv")
+    rp.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
+    rp.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
     x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
     x.add_argument("--setup", action="store_true", help="create it with the right permissions")
@@ -337,11 +295,8 @@ def main(argv=None):
     try:
         course = config.load(args.config)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
-                "export": cmd_export, "exchange": cmd_exchange, "check": cmd_check,
+                "export": cmd_export, "report": cmd_report, "exchange": cmd_exchange, "check": cmd_check,
                 "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
-    except config.ConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except FileNotFoundError as exc:
+    except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

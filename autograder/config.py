@@ -2,6 +2,9 @@
 
 Every problem stops with one line naming the file, the key and what is wrong,
 because a typo found at release time is cheap and one found at grading is not.
+The checks are written out rather than a JSON Schema (jsonschema is installed): half
+of them cross files (a notebook's cells, the test files, the parts a part uses), which
+a schema cannot say, and a schema's errors would need translating into these lines.
 """
 
 import json
@@ -11,11 +14,14 @@ from dataclasses import dataclass, field
 
 import yaml
 
-PART_IDS = ("softmax", "causal_mask", "qkv_projections", "parameter_count", "projection_removal")
+from autograder.errors import CourseError
+
+# A part's id names its files (test_<id>.py), its test cell (check_<id>) and a CSV column
+PART_ID = re.compile(r"[a-z][a-z0-9_]*")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-class ConfigError(Exception):
+class ConfigError(CourseError):
     """course.yaml is wrong; the message is one line."""
 
 
@@ -56,6 +62,7 @@ class Course:
     time_per_part: float
     assignments: list
     exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
+    similarity_threshold: float = 0.5   # the cohort report flags pairs of hand-ins from this score
 
     def assignment(self, assignment_id):
         for a in self.assignments:
@@ -113,11 +120,14 @@ def load(path=None):
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root"),
+    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "similarity_threshold"),
           ("course_id", "limits", "assignments"))
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
         raise ConfigError(f"{name}: exchange_root: must be a folder's path, got {exchange!r}")
+    similar = _number(f"{name}: similarity_threshold", raw.get("similarity_threshold", 0.5), positive=True)
+    if similar > 1:
+        raise ConfigError(f"{name}: similarity_threshold: a share of shared code, at most 1, got {similar!r}")
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
           ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
@@ -140,8 +150,9 @@ def load(path=None):
         parts = []
         for pid, pspec in (spec["parts"] or {}).items():
             pwhere = f"{where}.parts.{pid}"
-            if pid not in PART_IDS:
-                raise ConfigError(f"{pwhere}: unknown part (known: {', '.join(PART_IDS)})")
+            if not isinstance(pid, str) or not PART_ID.fullmatch(pid):
+                raise ConfigError(f"{pwhere}: a part's id must be lower-case letters, digits and _, "
+                                  "starting with a letter")
             if pid in seen_parts:
                 raise ConfigError(f"{pwhere}: part appears in two assignments")
             seen_parts.add(pid)
@@ -171,7 +182,8 @@ def load(path=None):
         assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
                   float(part_limit), assignments,
-                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None)
+                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None,
+                  float(similar))
 
 
 def write_exchange_root(course, root):

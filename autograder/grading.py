@@ -22,7 +22,8 @@ import tempfile
 import time
 
 from autograder import chapter, suites
-from autograder.reports import GRADER_ERROR
+from autograder.errors import NoSubmissions
+from autograder.results import GRADER_ERROR, PartResult, Submission
 from selfcheck import wire
 from selfcheck.program import (MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook, program, read_notebook,
                                solution_ids)
@@ -38,8 +39,7 @@ def grader_version():
 
 
 def _zero(part, status, reason):
-    return {"part": part.id, "score": 0.0, "max_score": part.points, "status": status,
-            "reason": reason, "checks": [], "suite": None, "seconds": 0.0}
+    return PartResult(part.id, 0.0, part.points, status, reason)
 
 
 def _support_files(course, assignment, workdir):
@@ -89,21 +89,19 @@ def grade_submission(course, assignment_id, student_id, path, jail=None, only=No
     Raises InfrastructureError when the sandbox failed (the grader's problem:
     nothing may be concluded about the student)."""
     assignment = course.assignment(assignment_id)
-    record = {"student": student_id, "assignment": assignment_id,
-              "notebook": os.path.basename(path), "grader": grader_version(), "problem": None,
-              "sha256": None}
+    record = Submission(student_id, assignment_id, os.path.basename(path), grader=grader_version())
     try:
         raw = read_submission(path)
-        record["sha256"] = hashlib.sha256(raw).hexdigest()
+        record.sha256 = hashlib.sha256(raw).hexdigest()
         nb = parse_notebook(raw)
         release = read_notebook(course.release(assignment, assignment.notebook))
         problem = which_notebook(nb, release)
     except NotebookError as exc:
         problem = f"your notebook could not be read: {exc}"
     if problem:
-        record["problem"] = problem
-        record["parts"] = [_zero(p, "error", problem) for p in assignment.parts
-                           if only is None or p.id in only]
+        record.problem = problem
+        record.parts = [_zero(p, "error", problem) for p in assignment.parts
+                        if only is None or p.id in only]
         return record
     parts = []
     with tempfile.TemporaryDirectory(prefix="grade-") as scratch:
@@ -124,9 +122,9 @@ def grade_submission(course, assignment_id, student_id, path, jail=None, only=No
             os.makedirs(workdir)
             _support_files(course, assignment, workdir)
             parts.append(suites.run_part(course, assignment, part, prog, workdir, jail=jail))
-            if parts[-1]["status"] == "passed":
+            if parts[-1].status == "passed":
                 passed.add(part.id)
-    record["parts"] = parts
+    record.parts = parts
     return record
 
 
@@ -162,7 +160,7 @@ def find_submissions(course, submitted, refused=None):
     Folders that cannot be a student's (symbolic links, names no export can
     hold) are left out and listed in ``refused`` as (name, reason)."""
     if not os.path.isdir(submitted):
-        raise FileNotFoundError(f"{submitted}: no such folder of submissions")
+        raise NoSubmissions(f"{submitted}: no such folder of submissions")
     refused = [] if refused is None else refused
     found = []
     for student in sorted(os.listdir(submitted)):
@@ -180,8 +178,8 @@ def find_submissions(course, submitted, refused=None):
             elif os.path.isdir(path):
                 found.append((student, assignment.id, os.path.join(path, assignment.notebook)))
     if not found:
-        raise FileNotFoundError(f"{submitted}: no submissions in it (expected "
-                                "<student>/<assignment>/<notebook>.ipynb)")
+        raise NoSubmissions(f"{submitted}: no submissions in it (expected "
+                            "<student>/<assignment>/<notebook>.ipynb)")
     return found
 
 
@@ -207,7 +205,7 @@ def suite_versions(course, assignment_id):
     shared = json.dumps({"limits": [course.time_per_test, course.time_per_part, course.memory_mb],
                          "reference": reference, "given": given,
                          "support": suites.file_hash(*support) if support else None,
-                         "numbers": suites.file_hash(chapter.PATH)})
+                         "numbers": suites.file_hash(chapter.SOURCE)})
     versions = {}
     for part in assignment.parts:
         own = json.dumps({"suites": suites.file_hash(os.path.join(course.root, part.public),
@@ -227,9 +225,9 @@ def file_sha256(path):
 
 def _versions_key(record):
     """The short name of what produced a record: notebook, grader and suites."""
-    suites_now = record.get("suites") or {p["part"]: p.get("suite") for p in record.get("parts", [])}
+    suites_now = record.suites or {p.part: p.suite for p in record.parts}
     joined = ",".join(f"{k}={v}" for k, v in sorted(suites_now.items()))
-    return (f"{(record.get('sha256') or 'nofile')[:8]}.{record.get('grader') or 'nograder'}."
+    return (f"{(record.sha256 or 'nofile')[:8]}.{record.grader or 'nograder'}."
             f"{hashlib.sha256(joined.encode()).hexdigest()[:12]}")
 
 
@@ -238,16 +236,16 @@ def stale(course, record, path, grader=None):
     grader, suites, points and limits; otherwise the reason it must be graded (again)."""
     if record is None:
         return "not graded yet"
-    if is_grader_error(record):
+    if record.grader_error:
         return "the grader failed on it last time"
-    if record.get("sha256") != file_sha256(path):
+    if record.sha256 != file_sha256(path):
         return "the notebook changed"
-    if record.get("grader") != (grader or grader_version()):
+    if record.grader != (grader or grader_version()):
         return "the grader changed"
-    if record.get("suites") != suite_versions(course, record["assignment"]):
-        points = {p.id: p.points for p in course.assignment(record["assignment"]).parts}
-        moved = [f"{p['part']} {p['max_score']:g} -> {points[p['part']]:g}"
-                 for p in record.get("parts", []) if p["part"] in points and p["max_score"] != points[p["part"]]]
+    if record.suites != suite_versions(course, record.assignment):
+        points = {p.id: p.points for p in course.assignment(record.assignment).parts}
+        moved = [f"{p.part} {p.max_score:g} -> {points[p.part]:g}"
+                 for p in record.parts if p.part in points and p.max_score != points[p.part]]
         if moved:
             return "points changed (" + ", ".join(moved) + ")"
         return "what decides a part's score changed (its suites, the limits or the reference)"
@@ -262,56 +260,58 @@ def history_folder(out, student):
     return os.path.join(out, "results", student, "history")
 
 
-def read_result(out, student, assignment):
-    """The latest result of one submission, or None."""
+def _load(path):
+    """The record in a results file, or None when there is none or it cannot be read."""
     try:
-        with open(result_path(out, student, assignment)) as fh:
-            return json.load(fh)
+        with open(path) as fh:
+            return Submission.from_json(json.load(fh))
     except (OSError, ValueError):
         return None
 
 
+def read_result(out, student, assignment):
+    """The latest result of one submission, or None."""
+    return _load(result_path(out, student, assignment))
+
+
 def history(out, student, assignment):
     """Every earlier result of one submission, oldest first."""
-    folder = history_folder(out, student)
-    found = []
-    for path in glob.glob(os.path.join(folder, f"{glob.escape(assignment)}.*.json")):
-        try:
-            with open(path) as fh:
-                found.append(json.load(fh))
-        except (OSError, ValueError):
-            continue
-    return sorted(found, key=lambda r: r.get("graded_at", ""))
+    paths = glob.glob(os.path.join(history_folder(out, student), f"{glob.escape(assignment)}.*.json"))
+    found = [r for r in map(_load, paths) if r is not None]
+    return sorted(found, key=lambda r: r.graded_at or "")
 
 
 def write_result(out, record):
     """Write a result; the one it replaces is kept under history/, named by its versions."""
-    path = result_path(out, record["student"], record["assignment"])
+    path = result_path(out, record.student, record.assignment)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    old = read_result(out, record["student"], record["assignment"])
+    old = read_result(out, record.student, record.assignment)
     if old is not None:
-        folder = history_folder(out, record["student"])
+        folder = history_folder(out, record.student)
         os.makedirs(folder, exist_ok=True)
-        keep = os.path.join(folder, f"{record['assignment']}.{_versions_key(old)}.json")
-        tmp = keep + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(old, fh, indent=1)
-        os.replace(tmp, keep)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(record, fh, indent=1)
-    os.replace(tmp, path)
+        _dump(os.path.join(folder, f"{record.assignment}.{_versions_key(old)}.json"), old)
+    _dump(path, record)
+
+
+def _dump(path, record):
+    with open(path + ".tmp", "w") as fh:
+        json.dump(record.to_json(), fh, indent=1)
+    os.replace(path + ".tmp", path)
 
 
 def _worker(args):
     course, student, assignment, path, grader = args
     started = time.monotonic()
     record = grade_submission(course, assignment, student, path)
-    record["grader"] = grader      # the version this batch started with, for every record alike
-    record["suites"] = suite_versions(course, assignment)
-    record["graded_at"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    record["seconds"] = round(time.monotonic() - started, 2)
+    record.grader = grader      # the version this batch started with, for every record alike
+    record.suites = suite_versions(course, assignment)
+    record.graded_at = _now()
+    record.seconds = round(time.monotonic() - started, 2)
     return record
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def grade_one(course, student, assignment, path, out):
@@ -338,17 +338,11 @@ RETRIES = 2       # times a submission the grader failed on is graded again with
 def _failed(course, student, assignment, path, exc, grader):
     """The record of a submission the grader could not grade: no score is the student's."""
     reason = wire.clean_text(f"{type(exc).__name__}: {exc}", 400)
-    return {"student": student, "assignment": assignment, "notebook": os.path.basename(path),
-            "grader": grader, "sha256": file_sha256(path), "suites": {},
-            "graded_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "problem": f"grader error: {reason}",
-            "parts": [_zero(p, GRADER_ERROR, f"not graded: the grader failed on this submission "
-                                             f"({reason}); it is graded again on the next run")
-                      for p in course.assignment(assignment).parts]}
-
-
-def is_grader_error(record):
-    return str(record.get("problem") or "").startswith("grader error")
+    return Submission(student, assignment, os.path.basename(path), grader=grader, sha256=file_sha256(path),
+                      suites={}, graded_at=_now(), problem=f"grader error: {reason}",
+                      parts=[_zero(p, GRADER_ERROR, f"not graded: the grader failed on this submission "
+                                                    f"({reason}); it is graded again on the next run")
+                             for p in course.assignment(assignment).parts])
 
 
 class Batch:
@@ -362,6 +356,7 @@ class Batch:
         self.pending = []      # (student, assignment, path) not reached (interrupted)
         self.previous = {}     # (student, assignment) -> the record this run replaced
         self.refused = []      # (folder, reason) of folders that cannot be a student's
+        self.warnings = []     # one line per later stage that failed for some submissions
         self.interrupted = False
 
     def __iter__(self):        # a Batch reads as its list of records
@@ -455,7 +450,7 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
                     progress.update(record)
         except KeyboardInterrupt:
             batch.interrupted = True
-            done = {(r["student"], r["assignment"]) for r in batch.graded}
+            done = {r.key for r in batch.graded}
             batch.pending = [t for t in todo if (t[0], t[1]) not in done]
             for future in futures:
                 future.cancel()
@@ -475,13 +470,5 @@ def grade_all(course, submissions, out, jobs=None, progress=None, force=False, s
 
 def load_results(out):
     """The latest result of every submission graded into ``out``."""
-    found = []
-    for path in sorted(glob.glob(os.path.join(out, "results", "*", "*.json"))):
-        try:
-            with open(path) as fh:
-                record = json.load(fh)
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and "parts" in record and "student" in record:
-            found.append(record)
-    return found
+    paths = sorted(glob.glob(os.path.join(out, "results", "*", "*.json")))
+    return [r for r in map(_load, paths) if r is not None]

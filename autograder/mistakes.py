@@ -35,11 +35,11 @@ def cases(course, assignment, part):
 
 def _grade(task):
     course, assignment_id, part_id, student, path = task
-    part = grade_submission(course, assignment_id, student, path, only={part_id})["parts"][0]
-    result = {k: part[k] for k in ("part", "score", "max_score", "status", "reason")}
-    result["hidden"] = {c["name"] for c in part["checks"] if c["visibility"] == "hidden"}
-    result["failing"] = {c["name"] for c in part["checks"] if c["status"] != "passed"}
-    result["public_failing"] = [c for c in part["checks"] if c["visibility"] == "public" and c["status"] != "passed"]
+    part = grade_submission(course, assignment_id, student, path, only={part_id}).parts[0]
+    result = {k: getattr(part, k) for k in ("part", "score", "max_score", "status", "reason")}
+    result["hidden"] = {c.name for c in part.checks if c.visibility == "hidden"}
+    result["failing"] = {c.name for c in part.checks if c.status != "passed"}
+    result["public_failing"] = [c for c in part.checks if c.visibility == "public" and c.status != "passed"]
     return result
 
 
@@ -91,10 +91,10 @@ def page(course, by_part):
                           "Not a mistake the notebook warns about: only the hidden checks can catch it.", "",
                           f"Grading, {result['score']:g} of {result['max_score']:g} points:", "",
                           _quote(result["reason"]), "",
-                          (f"Self-check, first of {len(public)} failing public checks ({public[0]['doc']}):"
+                          (f"Self-check, first of {len(public)} failing public checks ({public[0].doc}):"
                            if public else "Self-check: every public check passes."), ""]
                 if public:
-                    lines += [_quote(public[0]["message"]), ""]
+                    lines += [_quote(public[0].message), ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

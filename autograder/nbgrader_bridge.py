@@ -17,6 +17,7 @@ import contextlib
 import io
 import logging
 import os
+import re
 import shutil
 import stat
 import sys
@@ -25,6 +26,8 @@ import warnings
 
 from traitlets import Unicode
 from traitlets.config import Config
+
+from autograder.errors import NbgraderError
 
 # nbgrader runs `alembic` from PATH to open a gradebook: make it this interpreter's.
 _BIN = os.path.dirname(sys.executable)
@@ -117,6 +120,7 @@ def _quiet(name):
 
 
 def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
+    """Run one nbgrader converter quietly; raises NbgraderError with its first line when it fails."""
     from nbgrader.coursedir import CourseDirectory
     coursedir = CourseDirectory(config=cfg)
     coursedir.assignment_id = assignment_id
@@ -131,8 +135,10 @@ def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
         try:
             app.start()
         except Exception as exc:  # nbgrader raises after finishing the others
-            return f"{type(exc).__name__}: {exc}\n{stream.getvalue()[-3000:]}"
-    return None
+            command = re.sub(r"(?<!^)(?=[A-Z])", "_", converter_cls.__name__).lower()
+            first = (str(exc).splitlines() or [""])[0]
+            raise NbgraderError(f"nbgrader {command} {assignment_id} failed: {type(exc).__name__}: {first}",
+                                stream.getvalue()[-3000:]) from exc
 
 
 def generate(course, assignment, release_dir=None, out=None, source_dir=None):
@@ -143,9 +149,7 @@ def generate(course, assignment, release_dir=None, out=None, source_dir=None):
         cfg.CourseDirectory.release_directory = release_dir
     if source_dir:
         cfg.CourseDirectory.source_directory = source_dir
-    error = _run(GenerateAssignment, cfg, assignment.id, force=True)
-    if error:
-        raise RuntimeError(f"nbgrader generate_assignment {assignment.id} failed: {error}")
+    _run(GenerateAssignment, cfg, assignment.id, force=True)
 
 
 def register(course, assignment, out):
@@ -159,7 +163,7 @@ def autograde(course, assignment, out, student_id="*"):
     from nbgrader.converters import Autograde
     cfg = settings(course, out)
     cfg.ApplyResults.course_yaml = ""
-    return _run(Autograde, cfg, assignment.id, student_id, force=True, create_student=True)
+    _run(Autograde, cfg, assignment.id, student_id, force=True, create_student=True)
 
 
 def export(course, out):
@@ -200,11 +204,10 @@ class ApplyResults(NbGraderPreprocessor):
                                    "current result is graded before its verdicts are applied").tag(config=True)
 
     def _record(self, student, assignment_id, notebook):
-        """The submission's result ({} when none), graded now when it has none that is current."""
+        """The submission's result (None when none), graded now when it has none that is current."""
         from autograder import grading
         out = os.path.dirname(os.path.abspath(self.results_dir))
         record = grading.read_result(out, student, assignment_id)
-        record = record if isinstance(record, dict) else None
         if self.course_yaml:
             from nbgrader.coursedir import CourseDirectory
             from autograder import config
@@ -216,20 +219,16 @@ class ApplyResults(NbGraderPreprocessor):
             if why:
                 self.log.info("Grading %s/%s with the course's suites (%s)", student, assignment_id, why)
                 record = grading.grade_one(course, student, assignment_id, path, out)
-        return record or {}
+        return record
 
     def preprocess(self, nb, resources):
         from nbgrader.utils import is_grade, is_solution
         from nbformat.v4 import new_output
-        from autograder import grading
         info = resources["nbgrader"]
         record = self._record(info["student"], info["assignment"], info.get("notebook"))
-        if grading.is_grader_error(record):
+        if record is not None and record.grader_error:
             raise RuntimeError(f"{info['student']}: not graded (the grader failed on it); nothing recorded")
-        try:
-            parts = {p["part"]: p for p in record.get("parts") or []}
-        except (KeyError, TypeError):
-            parts = {}
+        parts = {p.part: p for p in record.parts} if record is not None else {}
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
                 continue
@@ -238,15 +237,15 @@ class ApplyResults(NbGraderPreprocessor):
                 cell.outputs = [new_output("error", ename="NotGraded", evalue="no verdict for this part",
                                            traceback=["No verdict was recorded for this part."])]
                 continue
-            summary = f"{part['part']}: {part['score']:g} / {part['max_score']:g} ({part['status']})\n{part['reason']}\n"
-            for check in part["checks"]:
-                mark = "ok  " if check["status"] == "passed" else "FAIL"
-                summary += f"  {mark} [{check['visibility']}] {check['doc']}\n"
-                if check["status"] != "passed":
-                    summary += f"        {check['message']}\n"
+            summary = f"{part.part}: {part.score:g} / {part.max_score:g} ({part.status})\n{part.reason}\n"
+            for check in part.checks:
+                mark = "ok  " if check.status == "passed" else "FAIL"
+                summary += f"  {mark} [{check.visibility}] {check.doc}\n"
+                if check.status != "passed":
+                    summary += f"        {check.message}\n"
             cell.outputs = [
                 new_output("stream", name="stdout", text=summary),
-                new_output("execute_result", data={"text/plain": repr(float(part["score"]))},
+                new_output("execute_result", data={"text/plain": repr(float(part.score))},
                            execution_count=None),
             ]
         return nb, resources
@@ -315,7 +314,8 @@ def gradebook_scores(course, out):
     """Everything nbgrader's gradebook holds for each submission, hand-graded answers included.
 
     Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded", "comment"}}}}``; ``score`` is what
+    "written": {grade id: {"score", "max_score", "graded", "comment"}}, "overrides": {part: score}}}``;
+    ``overrides`` are parts whose autograded score was changed in formgrader; ``score`` is what
     ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty).
     """
     from nbgrader.api import Gradebook, MissingEntry
@@ -343,10 +343,19 @@ def gradebook_scores(course, out):
                         comment = None
                     written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
                                      "graded": bool(graded), "comment": comment or ""}
+                overrides = {}      # a part's score an instructor set by hand in formgrader
+                for part in assignment.parts:
+                    try:
+                        grade = gb.find_grade(f"check_{part.id}", notebook, assignment.id, sub.student_id)
+                    except MissingEntry:
+                        continue
+                    if grade.manual_score is not None:
+                        overrides[part.id] = float(grade.manual_score)
                 found[sub.student_id, assignment.id] = {
                     "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
                     "penalty": float(sub.late_submission_penalty or 0.0),
-                    "needs_manual_grade": bool(sub.needs_manual_grade), "written": written}
+                    "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
+                    "overrides": overrides}
     return found
 
 
@@ -408,4 +417,4 @@ def generate_feedback(course, assignment, out, student_id="*"):
     """nbgrader generate_feedback: feedback/<student>/<assignment>/<notebook>.html, from the
     autograded notebooks (whose test cells hold the suites' summaries, never hidden source)."""
     from nbgrader.converters import GenerateFeedback
-    return _run(GenerateFeedback, settings(course, out), assignment.id, student_id, force=True)
+    _run(GenerateFeedback, settings(course, out), assignment.id, student_id, force=True)

@@ -3,7 +3,8 @@
 On a terminal (stderr is a TTY) one line is redrawn in place: a bar, the
 count, the rate and the time remaining. Anywhere else (CI logs, a file, a
 pipe) each finished submission is one plain line, so a log reads top to
-bottom and nothing is lost to carriage returns.
+bottom and nothing is lost to carriage returns. Not tqdm or rich: neither is a
+dependency, and the plain-line mode with each submission's score is what a log needs.
 """
 
 import shutil
@@ -58,10 +59,8 @@ class Progress:
 
     def update(self, record):
         self.done += 1
-        score = sum(p["score"] for p in record["parts"])
-        top = sum(p["max_score"] for p in record["parts"])
-        what = f"{record['student']}/{record['assignment']} {score:g}/{top:g}"
-        if record.get("problem"):
+        what = f"{record.student}/{record.assignment} {record.score:g}/{record.max_score:g}"
+        if record.problem:
             what += " (could not be graded)"
         if self.tty:
             self._draw(what)

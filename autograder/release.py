@@ -26,6 +26,7 @@ import nbformat
 import pytest
 
 from autograder import chapter, nbgrader_bridge
+from autograder.config import ConfigError
 from selfcheck.program import source
 
 SELFCHECK = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "selfcheck")
@@ -65,15 +66,18 @@ def sync_points(course, assignment, path):
     return changed
 
 
-def unreleased_points(course):
-    """Lines naming every grade cell of ``solutions/`` whose points course.yaml has changed since
-    the last release (nbgrader's gradebook takes its points from there); empty when none."""
+def require_released_points(course):
+    """Raise ConfigError naming every grade cell of ``solutions/`` whose points course.yaml has
+    changed since the last release: nbgrader's gradebook takes its points from there, so it
+    would keep the old points while parts.csv took the new."""
     found = []
     for assignment in course.assignments:
         nb = nbformat.read(course.source(assignment, assignment.notebook), as_version=4)
         found += [f"{assignment.id}/{meta['grade_id']}: {meta.get('points')} in solutions/, {points} in course.yaml"
                   for meta, points in _unsynced(assignment, nb)]
-    return found
+    if found:
+        raise ConfigError(f"points changed in course.yaml but not released ({'; '.join(found)}): "
+                          "run `course release` first")
 
 
 def count_tests(path):

@@ -15,7 +15,6 @@ import statistics
 
 from selfcheck.wire import clean_text
 
-GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
 
 COLUMNS = ("student", "assignment", "part", "score", "max_score", "status", "reason")
 _FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
@@ -43,12 +42,12 @@ def write_csv(path, columns, rows_):
 
 
 def rows(records):
-    for record in sorted(records, key=lambda r: (r["student"], r["assignment"])):
-        for part in record["parts"]:
-            yield {"student": record["student"], "assignment": record["assignment"],
-                   "part": part["part"], "max_score": part["max_score"], "status": part["status"],
-                   "score": "" if part["status"] == GRADER_ERROR else part["score"],
-                   "reason": part["reason"]}
+    for record in sorted(records, key=lambda r: r.key):
+        for part in record.parts:
+            yield {"student": record.student, "assignment": record.assignment,
+                   "part": part.part, "max_score": part.max_score, "status": part.status,
+                   "score": part.score if part.graded else "",
+                   "reason": part.reason}
 
 
 def write_grades(out, records):
@@ -59,15 +58,15 @@ def table(records):
     """Students down, parts across: score/max and a short status."""
     parts = []
     for record in records:
-        for part in record["parts"]:
-            if part["part"] not in parts:
-                parts.append(part["part"])
+        for part in record.parts:
+            if part.part not in parts:
+                parts.append(part.part)
     cells = {}
     for record in records:
-        for part in record["parts"]:
-            mark = "" if part["status"] == "passed" else f" {part['status']}"
-            cells[record["student"], part["part"]] = f"{part['score']:g}/{part['max_score']:g}{mark}"
-    students = sorted({r["student"] for r in records})
+        for part in record.parts:
+            mark = "" if part.status == "passed" else f" {part.status}"
+            cells[record.student, part.part] = f"{part.score:g}/{part.max_score:g}{mark}"
+    students = sorted({r.student for r in records})
     width = max(len("student"), *(len(s) for s in students))
     widths = [max(len(p), *(len(cells.get((s, p), "-")) for s in students)) for p in parts]
     lines = ["  ".join(["student".ljust(width)] + [p.ljust(w) for p, w in zip(parts, widths)])]
@@ -94,8 +93,8 @@ def summary(batch, course=None):
     """Graded, kept, failed to grade (with reasons), and the score distribution per part."""
     records = list(batch)
     graded, skipped = len(getattr(batch, "graded", records)), len(getattr(batch, "skipped", []))
-    failed = [r for r in records if r.get("problem")]
-    ours = [r for r in failed if str(r["problem"]).startswith("grader error")]
+    failed = [r for r in records if r.problem]
+    ours = [r for r in failed if r.grader_error]
     lines = [f"graded now: {graded}   kept (unchanged since graded): {skipped}   "
              f"could not be graded: {len(failed)}"
              + (f" ({len(ours)} by a failure of the grader: nothing recorded for them; the next "
@@ -105,21 +104,21 @@ def summary(batch, course=None):
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(batch.pending)} submission(s) not graded yet; "
                      "run the same command with --resume to finish")
-    for r in sorted(failed, key=lambda r: (r["student"], r["assignment"])):
-        lines.append(f"  - {r['student']}/{r['assignment']}: {r['problem']}")
-    odd = [(r, p) for r in records if not r.get("problem") for p in r["parts"]
-           if p["status"] in ("timeout", "error", "missing")]
+    for r in sorted(failed, key=lambda r: r.key):
+        lines.append(f"  - {r.student}/{r.assignment}: {r.problem}")
+    odd = [(r, p) for r in records if not r.problem for p in r.parts
+           if p.status in ("timeout", "error", "missing")]
     if odd:
         lines.append(f"parts that did not run normally ({len(odd)}; reasons in parts.csv):")
-        for r, p in sorted(odd, key=lambda rp: (rp[0]["student"], rp[1]["part"]))[:40]:
-            reason = p["reason"] if len(p["reason"]) <= 110 else p["reason"][:107] + "..."
-            lines.append(f"  - {r['student']}/{p['part']}: {p['status']}: {reason}")
+        for r, p in sorted(odd, key=lambda rp: (rp[0].student, rp[1].part))[:40]:
+            reason = p.reason if len(p.reason) <= 110 else p.reason[:107] + "..."
+            lines.append(f"  - {r.student}/{p.part}: {p.status}: {reason}")
         if len(odd) > 40:
             lines.append(f"  ... and {len(odd) - 40} more")
     by_part = {}
     for r in records:
-        for p in r["parts"]:
-            by_part.setdefault((r["assignment"], p["part"]), []).append(p)
+        for p in r.parts:
+            by_part.setdefault((r.assignment, p.part), []).append(p)
     if by_part:
         buckets = ("zero", "under half", "half or more", "full")
         lines.append("score distribution per part:")
@@ -127,11 +126,11 @@ def summary(batch, course=None):
                "  ".join(f"{b:>12}" for b in buckets)
         lines.append(head)
         for (aid, pid), parts in by_part.items():
-            scores = [p["score"] for p in parts]
-            top = max(p["max_score"] for p in parts)
+            scores = [p.score for p in parts]
+            top = max(p.max_score for p in parts)
             counts = {b: 0 for b in buckets}
             for p in parts:
-                counts[_fraction_bucket(p["score"], p["max_score"])] += 1
+                counts[_fraction_bucket(p.score, p.max_score)] += 1
             lines.append(f"  {aid + '/' + pid:<32} {len(parts):>4} {statistics.mean(scores):>6.2f} "
                          f"{statistics.median(scores):>6.2f} {top:>5g}  "
                          + "  ".join(f"{counts[b]:>12}" for b in buckets))
@@ -141,11 +140,11 @@ def summary(batch, course=None):
 def changes(previous, records):
     """(student, assignment, part, old score or None, new score) for every part of ``records``."""
     rows_ = []
-    for r in sorted(records, key=lambda r: (r["student"], r["assignment"])):
-        old = previous.get((r["student"], r["assignment"]))
-        old_parts = {p["part"]: p["score"] for p in old["parts"]} if old else {}
-        for p in r["parts"]:
-            rows_.append((r["student"], r["assignment"], p["part"], old_parts.get(p["part"]), p["score"]))
+    for r in sorted(records, key=lambda r: r.key):
+        old = previous.get(r.key)
+        old_parts = {p.part: p.score for p in old.parts} if old else {}
+        for p in r.parts:
+            rows_.append((r.student, r.assignment, p.part, old_parts.get(p.part), p.score))
     return rows_
 
 
@@ -171,35 +170,39 @@ def diff_table(rows_, everything=False):
 def totals(course, records, gradebook=None):
     """One row per student: id, total, the most possible, and each assignment's score.
 
-    An assignment's score is nbgrader's (its gradebook: autograded parts plus the
-    answers graded by hand in formgrader, minus any late penalty); where the
-    gradebook has no such submission, the autograded parts from the results.
-    Only assignments somebody has handed in count: the others are left empty and
-    stay out of ``max_total`` until they are released and handed in.
+    Every export takes a submission's autograded score from its result record, the one
+    source of those; the gradebook adds only what people decided in formgrader: the answers
+    graded by hand, a part's score overridden by hand, and any late penalty. (nbgrader's own export, grades.csv, reads
+    the gradebook, which :mod:`autograder.pipeline` filled from the same records.)
+    Only assignments somebody has handed in count: the others are left empty and stay out
+    of ``max_total`` until they are released and handed in.
     """
     gradebook = gradebook or {}
-    auto = {(r["student"], r["assignment"]): sum(p["score"] for p in r["parts"]) for r in records}
-    ungraded = {(r["student"], r["assignment"]) for r in records
-                if any(p["status"] == GRADER_ERROR for p in r["parts"])}
-    students = sorted({s for s, _ in auto} | {s for s, _ in gradebook})
-    handed_in = {aid for _, aid in list(auto) + list(gradebook)}
+    by_key = {r.key: r for r in records}
+    handed_in = {r.assignment for r in records}
     out = []
-    for student in students:
+    for student in sorted({r.student for r in records}):
         row = {"student_id": student}
         for a in course.assignments:
-            key = (student, a.id)
-            if key in gradebook:
-                row[a.id] = round(gradebook[key]["score"], 3)
-            elif key in ungraded:
-                row[a.id] = ""          # not graded yet: the grader failed, run course grade again
-            elif a.id in handed_in:
-                row[a.id] = round(auto.get(key, 0.0), 3)
+            record = by_key.get((student, a.id))
+            if a.id not in handed_in or (record is not None and record.grader_error):
+                row[a.id] = ""          # nobody has handed it in yet, or the grader failed: grade again
+            elif record is None:
+                row[a.id] = 0.0
             else:
-                row[a.id] = ""          # nobody has handed it in yet
+                nbgrader = gradebook.get(record.key, {})
+                by_hand = sum(w["score"] for w in nbgrader.get("written", {}).values())
+                auto = sum(_scored(p, nbgrader.get("overrides")) for p in record.parts)
+                row[a.id] = round(auto + by_hand - nbgrader.get("penalty", 0.0), 3)
         row["total"] = round(sum(row[a.id] for a in course.assignments if row[a.id] != ""), 3)
         row["max_total"] = sum(max_points(a) for a in course.assignments if a.id in handed_in)
         out.append(row)
     return out
+
+
+def _scored(part, overrides=None):
+    """A part's score: the grader's, unless an instructor overrode it in formgrader."""
+    return (overrides or {}).get(part.part, part.score)
 
 
 def max_points(assignment):
@@ -218,12 +221,12 @@ def write_totals(out, course, records, gradebook=None):
 
 def part_output(part):
     """A part's reason, then one line per check (and its message when it failed)."""
-    lines = [part["reason"]]
-    for check in part["checks"]:
-        mark = "ok  " if check["status"] == "passed" else "FAIL"
-        lines.append(f"{mark} [{check['visibility']}] {check['doc']}")
-        if check["status"] != "passed":
-            lines.append(f"     {check['message']}")
+    lines = [part.reason]
+    for check in part.checks:
+        mark = "ok  " if check.status == "passed" else "FAIL"
+        lines.append(f"{mark} [{check.visibility}] {check.doc}")
+        if check.status != "passed":
+            lines.append(f"     {check.message}")
     return "\n".join(lines)
 
 
@@ -242,7 +245,7 @@ def _test(name, number, score, top, output, tags, graded=True):
     return test
 
 
-def gradescope(record, course=None, written=None):
+def gradescope(record, course=None, written=None, overrides=None):
     """A Gradescope autograder ``results.json`` for one submission.
 
     One test per graded part (its score, partial credit included) and one per
@@ -250,37 +253,42 @@ def gradescope(record, course=None, written=None):
     """
     titles = {}
     if course is not None:
-        for part in course.assignment(record["assignment"]).parts:
+        for part in course.assignment(record.assignment).parts:
             titles[part.id] = part.title
     tests = []
-    for part in record["parts"]:
-        tests.append(_test(f"{part['part']}: {titles.get(part['part'], part['part'])}", part["part"],
-                           part["score"], part["max_score"], part_output(part),
-                           [record["assignment"], part["status"]], graded=part["status"] != GRADER_ERROR))
+    for part in record.parts:
+        output = part_output(part)
+        if part.part in (overrides or {}):
+            output = f"score set by hand in formgrader (the grader gave {part.score:g})\n{output}"
+        tests.append(_test(f"{part.part}: {titles.get(part.part, part.part)}", part.part,
+                           _scored(part, overrides), part.max_score, output,
+                           [record.assignment, part.status], graded=part.graded))
     for cell, grade in (written or {}).items():
         tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"],
                            ("graded by hand in formgrader" + (f": {grade['comment']}" if grade.get("comment") else ""))
                            if grade["graded"] else "not graded yet",
-                           [record["assignment"], "written"], graded=grade["graded"]))
-    output = (f"Could not be graded: {record['problem']}" if record.get("problem")
-              else f"{record['assignment']}: graded by the course's hidden and public suites")
+                           [record.assignment, "written"], graded=grade["graded"]))
+    output = (f"Could not be graded: {record.problem}" if record.problem
+              else f"{record.assignment}: graded by the course's hidden and public suites")
     return {"score": round(sum(t["score"] for t in tests), 3), "output": output,
             "visibility": "visible", "stdout_visibility": "hidden",
-            "execution_time": round(record.get("seconds", sum(p.get("seconds", 0) for p in record["parts"])), 2),
+            "execution_time": round(record.seconds if record.seconds is not None
+                                    else sum(p.seconds for p in record.parts), 2),
             "tests": tests,
-            "extra_data": {"student": record["student"], "assignment": record["assignment"],
-                           "sha256": record.get("sha256"), "grader": record.get("grader"),
-                           "suites": record.get("suites")}}
+            "extra_data": {"student": record.student, "assignment": record.assignment,
+                           "sha256": record.sha256, "grader": record.grader,
+                           "suites": record.suites}}
 
 
 def write_gradescope(out, course, records, gradebook=None):
     folder = os.path.join(out, "gradescope")
     for record in records:
-        written = (gradebook or {}).get((record["student"], record["assignment"]), {}).get("written")
-        path = os.path.join(folder, record["student"], record["assignment"], "results.json")
+        nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
+        path = os.path.join(folder, record.student, record.assignment, "results.json")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as fh:
-            json.dump(gradescope(record, course, written), fh, indent=1)
+            json.dump(gradescope(record, course, nbgrader.get("written"), nbgrader.get("overrides")),
+                      fh, indent=1)
     return folder
 
 
@@ -342,14 +350,14 @@ def _split_message(message):
 
 
 def _reproduce(part, check, failing_public):
-    test_file = f"test_{part['part']}.py"
-    if check["visibility"] == "public":
-        return (f"<code>pytest '{html.escape(test_file)}::{html.escape(check['name'])}'</code> "
+    test_file = f"test_{part.part}.py"
+    if check.visibility == "public":
+        return (f"<code>pytest '{html.escape(test_file)}::{html.escape(check.name)}'</code> "
                 "in your assignment folder")
     if failing_public:
         first = failing_public[0]
         return (f"no public test runs this exact check; the public test that fails alongside it: "
-                f"<code>pytest '{html.escape(test_file)}::{html.escape(first['name'])}'</code>")
+                f"<code>pytest '{html.escape(test_file)}::{html.escape(first.name)}'</code>")
     return (f"no public test fails for this hidden check: call your function as described "
             f"above (what was checked, what came back) in your notebook, fix it, then run "
             f"<code>pytest {html.escape(test_file)}</code>")
@@ -363,18 +371,17 @@ def feedback_page(record, course=None, written=None):
     esc = html.escape
     titles = {}
     if course is not None:
-        with_parts = course.assignment(record["assignment"])
+        with_parts = course.assignment(record.assignment)
         titles = {p.id: p.title for p in with_parts.parts}
-    total = sum(p["score"] for p in record["parts"])
-    possible = sum(p["max_score"] for p in record["parts"])
+    total, possible = record.score, record.max_score
     pct = 100 * total / possible if possible else 0
     out = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
            "<meta name=viewport content='width=device-width,initial-scale=1'>",
-           f"<title>{esc(record['assignment'])}: feedback for {esc(record['student'])}</title>",
+           f"<title>{esc(record.assignment)}: feedback for {esc(record.student)}</title>",
            f"<style>{_STYLE}</style></head><body>",
-           f"<header><h1>{esc(record['assignment'])}: feedback</h1>",
-           f"<p class=who>for <b>{esc(record['student'])}</b> &middot; {esc(record.get('notebook', ''))}"
-           + (f" &middot; graded {esc(record['graded_at'])}" if record.get("graded_at") else "") + "</p>",
+           f"<header><h1>{esc(record.assignment)}: feedback</h1>",
+           f"<p class=who>for <b>{esc(record.student)}</b> &middot; {esc(record.notebook)}"
+           + (f" &middot; graded {esc(record.graded_at)}" if record.graded_at else "") + "</p>",
            f"<div class=total><span class=big id=total>{total:g} <small>/ {possible:g} autograded</small></span>"
            f"<span class=bar><i style='width:{pct:.1f}%;background:{_colour(total, possible)}'></i></span></div>"]
     if written:
@@ -385,38 +392,38 @@ def feedback_page(record, course=None, written=None):
     else:
         out.append("<p class=note>Autograded parts above; written answers are graded by hand "
                    "and are not included here.</p>")
-    if len(record["parts"]) > 1:
+    if len(record.parts) > 1:
         out.append("<table class=overview><tr><th>part</th><th></th><th>score</th></tr>")
-        for part in record["parts"]:
-            out.append(f"<tr><td><a href='#part-{esc(part['part'])}'>{esc(part['part'])}</a> "
-                       f"<span class=tag>{esc(titles.get(part['part'], ''))}</span></td>"
-                       f"<td><span class='badge b-{esc(part['status'])}'>{esc(part['status'])}</span></td>"
-                       f"<td class=num>{part['score']:g} / {part['max_score']:g}</td></tr>")
+        for part in record.parts:
+            out.append(f"<tr><td><a href='#part-{esc(part.part)}'>{esc(part.part)}</a> "
+                       f"<span class=tag>{esc(titles.get(part.part, ''))}</span></td>"
+                       f"<td><span class='badge b-{esc(part.status)}'>{esc(part.status)}</span></td>"
+                       f"<td class=num>{part.score:g} / {part.max_score:g}</td></tr>")
         out.append("</table>")
     out.append("</header>")
-    if record.get("problem"):
-        out.append(f"<p class=problem><b>Problem with the submission:</b> {esc(record['problem'])}</p>")
-    for part in record["parts"]:
-        status = part["status"]
-        title = titles.get(part["part"], "")
-        out.append(f"<section id='part-{esc(part['part'])}'><h2><span class=title>{esc(part['part'])}"
-                   + (f" <span class=tag>{esc(title)}</span>" if title and title != part["part"] else "")
+    if record.problem:
+        out.append(f"<p class=problem><b>Problem with the submission:</b> {esc(record.problem)}</p>")
+    for part in record.parts:
+        status = part.status
+        title = titles.get(part.part, "")
+        out.append(f"<section id='part-{esc(part.part)}'><h2><span class=title>{esc(part.part)}"
+                   + (f" <span class=tag>{esc(title)}</span>" if title and title != part.part else "")
                    + f"</span><span class='badge b-{esc(status)}'>{esc(status)}</span>"
-                   f"<span class=pts>{part['score']:g} / {part['max_score']:g}</span></h2><div class=body>")
-        checks = part.get("checks", [])
-        failing = [c for c in checks if c["status"] != "passed"]
-        passed = [c for c in checks if c["status"] == "passed"]
+                   f"<span class=pts>{part.score:g} / {part.max_score:g}</span></h2><div class=body>")
+        checks = part.checks
+        failing = [c for c in checks if c.status != "passed"]
+        passed = [c for c in checks if c.status == "passed"]
         if not checks or failing:      # the reason comes first: a cell that did not load, or the likely mistake
-            out.append(f"<p class=reason>{esc(part['reason'])}"
+            out.append(f"<p class=reason>{esc(part.reason)}"
                        + (" (partial credit counts each check's weight)" if failing else "") + "</p>")
-        failing_public = [c for c in failing if c["visibility"] == "public"]
+        failing_public = [c for c in failing if c.visibility == "public"]
         for check in failing:
-            came_back, mistake = _split_message(check["message"])
-            if came_back.startswith(check["doc"] + ":"):
-                came_back = came_back[len(check["doc"]) + 1:].strip()
+            came_back, mistake = _split_message(check.message)
+            if came_back.startswith(check.doc + ":"):
+                came_back = came_back[len(check.doc) + 1:].strip()
             out.append(f"<div class=check><dl>"
-                       f"<dt>What was checked</dt><dd class=what>&#10007; {esc(check['doc'])}"
-                       f"<span class=tag>{esc(check['visibility'])} check</span></dd>"
+                       f"<dt>What was checked</dt><dd class=what>&#10007; {esc(check.doc)}"
+                       f"<span class=tag>{esc(check.visibility)} check</span></dd>"
                        f"<dt>What came back</dt><dd>{esc(came_back)}</dd>"
                        + (f"<dt>Likely mistake</dt><dd class=mistake>{esc(mistake)}</dd>" if mistake else "")
                        + f"<dt>Reproduce it</dt><dd>{_reproduce(part, check, failing_public)}</dd>"
@@ -425,7 +432,7 @@ def feedback_page(record, course=None, written=None):
             out.append(f"<details{'' if failing else ' open'}><summary>{len(passed)} of {len(checks)} "
                        "checks passed</summary><ul class=ok>")
             for check in passed:
-                out.append(f"<li>{esc(check['doc'])}<span class=tag>{esc(check['visibility'])}</span></li>")
+                out.append(f"<li>{esc(check.doc)}<span class=tag>{esc(check.visibility)}</span></li>")
             out.append("</ul></details>")
         out.append("</div></section>")
     out.append("<footer>Made from your graded results. Public checks run in your folder with "
@@ -436,8 +443,8 @@ def feedback_page(record, course=None, written=None):
 def write_feedback(out, records, course=None, gradebook=None):
     folder = os.path.join(out, "reports")
     for record in records:
-        written = (gradebook or {}).get((record["student"], record["assignment"]), {}).get("written")
-        path = os.path.join(folder, record["student"], f"{record['assignment']}.html")
+        written = (gradebook or {}).get((record.student, record.assignment), {}).get("written")
+        path = os.path.join(folder, record.student, f"{record.assignment}.html")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8", errors="replace") as fh:
             fh.write(feedback_page(record, course, written))

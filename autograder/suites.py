@@ -11,6 +11,7 @@ the grader's, fed plain data, so its source never meets the student's code.
 """
 
 import contextlib
+import dataclasses
 import hashlib
 import io
 import os
@@ -20,6 +21,8 @@ import types
 
 import pytest
 
+from autograder import mistake_ids
+from autograder.results import Check, PartResult
 from selfcheck import wire
 from selfcheck.checks import CheckFailed, diagnoses
 from selfcheck.notes import load_failure
@@ -101,41 +104,39 @@ class _Collector:
 
     def _record(self, item, call, report):
         doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
-        check = {"name": item.name, "doc": doc,
-                 "visibility": "hidden" if str(item.path) == self._hidden else "public",
-                 "weight": getattr(item.function, "weight", 1),
-                 "status": "passed", "message": ""}
+        check = Check(item.name, doc, "hidden" if str(item.path) == self._hidden else "public",
+                      getattr(item.function, "weight", 1), "passed")
         if report.passed:
             return check
         exc = call.excinfo.value if call.excinfo else None
         if isinstance(exc, InfrastructureError):
             self.infrastructure = self.infrastructure or exc
-            check["status"], check["message"] = "error", f"{doc}: {exc}"
+            check.status, check.message = "error", f"{doc}: {exc}"
         elif isinstance(exc, StudentError):
-            check["status"] = {"missing": "missing", "timeout": "timeout"}.get(exc.kind, "error")
-            check["message"] = f"{doc}: {exc.message}"
+            check.status = {"missing": "missing", "timeout": "timeout"}.get(exc.kind, "error")
+            check.message = f"{doc}: {exc.message}"
         elif isinstance(exc, CheckFailed):
-            check["status"] = "failed"
-            check["message"] = str(exc)
+            check.status = "failed"
+            check.message = str(exc)
         elif exc is not None:
-            check["status"] = "failed"
-            check["message"] = (f"{doc}: the answer could not be checked "
-                                f"({type(exc).__name__}: {str(exc)[:300]})")
+            check.status = "failed"
+            check.message = (f"{doc}: the answer could not be checked "
+                             f"({type(exc).__name__}: {str(exc)[:300]})")
         else:
-            check["status"] = "error"
-            check["message"] = f"{doc}: the check did not run"
-        check["message"] = wire.clean_text(check["message"], 2000)
+            check.status = "error"
+            check.message = f"{doc}: the check did not run"
+        check.message = wire.clean_text(check.message, 2000)
         return check
 
 
 def _status(checks, score, points):
     if not checks:
         return "error"
-    if all(c["status"] == "passed" for c in checks):
+    if all(c.passed for c in checks):
         return "passed"
     if score > 0:
         return "partial"
-    kinds = {c["status"] for c in checks if c["status"] != "passed"}
+    kinds = {c.status for c in checks if not c.passed}
     if len(kinds) == 1 and kinds & {"timeout", "missing", "error"}:
         return kinds.pop()
     return "failed"
@@ -143,19 +144,19 @@ def _status(checks, score, points):
 
 def _reason(checks, load_errors, status):
     """The part's first message: a cell that did not load, else the likely mistake, else the first failure."""
-    failing = [c for c in checks if c["status"] != "passed"]
+    failing = [c for c in checks if not c.passed]
     unloaded = "; ".join(load_failure(e) for e in load_errors)
     if not checks:              # fail closed: nothing ran, nothing counts
         return "no check ran, so this part scores 0 (the grader could not run its suites)"
     if not failing:
         return (unloaded + "; " if unloaded else "") + f"all {len(checks)} checks passed"
     count = f"{len(failing)} of {len(checks)} checks did not pass"
-    diagnosis = diagnoses(failing)
+    diagnosis = diagnoses([dataclasses.asdict(c) for c in failing])     # selfcheck's plain form
     if unloaded:
-        return f"{unloaded}. {count}; first: {failing[0]['message']}"
+        return f"{unloaded}. {count}; first: {failing[0].message}"
     if diagnosis:
-        return f"Likely mistake: {diagnosis[0]}. {count}; first: {failing[0]['doc']}"
-    return f"{count}; first: {failing[0]['message']}"
+        return f"Likely mistake: {diagnosis[0]}. {count}; first: {failing[0].doc}"
+    return f"{count}; first: {failing[0].message}"
 
 
 def _forget(paths):
@@ -199,11 +200,14 @@ def run_part(course, assignment, part, prog, workdir, *, jail=None, public_only=
     if collector.infrastructure is not None:
         raise collector.infrastructure
     checks = collector.checks
-    total = sum(c["weight"] for c in checks) or 1
-    earned = sum(c["weight"] for c in checks if c["status"] == "passed")
+    total = sum(c.weight for c in checks) or 1
+    earned = sum(c.weight for c in checks if c.passed)
+    for check in checks:        # the catalogue's name for what it diagnosed: counts never read messages
+        check.mistake = mistake_ids.identify(course.root, part.id, check)
+    total = sum(c.weight for c in checks) or 1
+    earned = sum(c.weight for c in checks if c.passed)
     score = round(part.points * earned / total, 3)
     status = _status(checks, score, part.points)
-    return {"part": part.id, "score": score, "max_score": part.points, "status": status,
-            "reason": _reason(checks, student.load_errors, status), "checks": checks,
-            "suite": file_hash(os.path.join(course.root, part.public), hidden),
-            "seconds": round(time.monotonic() - started, 2)}
+    return PartResult(part.id, score, part.points, status, _reason(checks, student.load_errors, status),
+                      checks, suite=file_hash(os.path.join(course.root, part.public), hidden),
+                      seconds=round(time.monotonic() - started, 2))

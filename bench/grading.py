@@ -13,12 +13,15 @@ after the other on the same machine:
                a fresh isolated student process, gradebook, exports, feedback);
   --jobs N     the same with N workers (default: the machine's cores);
   self-check   `pytest` in a released assignment folder holding the solved notebook,
-               as a student runs it: median wall time of several runs.
+               as a student runs it: median wall time of several runs;
+  similarity   the cohort report's similarity flags (read, fingerprint, compare every
+               assignment's hand-ins) for this cohort and for one of 300 students per
+               assignment (synthetic notebooks, never graded).
 
 It prints seconds per submission and each one's ratio to the baseline. The
 machine is shared and noisy: read the ratios, not the absolute seconds.
 
-    python bench/grading.py [--students N] [--jobs N] [--selfcheck-runs N] [--keep DIR]
+    python bench/grading.py [--students N] [--jobs N] [--selfcheck-runs N] [--keep DIR] [--similarity-only]
 """
 
 import argparse
@@ -34,7 +37,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from autograder import cohort, config  # noqa: E402
+from autograder import cohort, cohort_report, config, similarity  # noqa: E402
 from selfcheck.program import grade_id  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
@@ -157,12 +160,39 @@ def selfcheck(course, work, runs):
     return found
 
 
+def similarity_time(course, submitted):
+    """(wall seconds, CPU seconds, pairs flagged) of the cohort report's similarity flags over ``submitted``."""
+    started, cpu = time.monotonic(), time.process_time()
+    flagged = 0
+    for assignment in course.assignments:
+        records = [{"student": s} for s in sorted(os.listdir(submitted))
+                   if os.path.isdir(os.path.join(submitted, s, assignment.id))]
+        docs = cohort_report.submitted_documents(course, assignment.id, records, submitted)
+        flagged += len(similarity.compare(docs, course.similarity_threshold))
+    return time.monotonic() - started, time.process_time() - cpu, flagged
+
+
+def similarity_bench(course, submitted, work, n):
+    """Print the similarity time for this cohort and for 300 students per assignment."""
+    large = os.path.join(work, "submitted-300")
+    per = 300
+    build_cohort(course, large, per * len(course.assignments))
+    for label, folder, count in ((f"this cohort ({n} submissions)", submitted, n),
+                                 (f"{per} students per assignment ({per * len(course.assignments)} submissions)",
+                                  large, per * len(course.assignments))):
+        seconds, cpu, flagged = similarity_time(course, folder)
+        print(f"similarity flags, {label}: {seconds:.2f} s wall, {cpu:.2f} s CPU "
+              f"({1000 * cpu / count:.1f} ms CPU per submission; {flagged} pairs flagged: synthetic "
+              f"students are copies of a few dozen notebooks)", flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--students", type=int, default=60, help="at least this many submissions")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     parser.add_argument("--selfcheck-runs", type=int, default=5)
     parser.add_argument("--keep", default=None, help="keep the working folders here")
+    parser.add_argument("--similarity-only", action="store_true", help="time the similarity flags only")
     args = parser.parse_args(argv)
     course = config.load()
     work = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="bench-grading-")
@@ -180,6 +210,9 @@ def main(argv=None):
           f"({', '.join(a.id for a in course.assignments)}); "
           + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())), flush=True)
     print(f"machine: {os.cpu_count()} cores; working folder {work}", flush=True)
+    if args.similarity_only:
+        similarity_bench(course, submitted, work, n)
+        return 0
 
     print("timing plain nbgrader autograde (baseline) ...", flush=True)
     base, base_graded = baseline(course, submitted, work)
@@ -207,6 +240,8 @@ def main(argv=None):
     target = "meets" if many <= base else "misses"
     print(f"\nwith {args.jobs} workers, course grade takes {many / base:.2f}x the baseline's time "
           f"({target} the target of at most 1x) while running the hidden suites in isolated processes")
+    print()
+    similarity_bench(course, submitted, work, n)
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -16,11 +16,11 @@ def course():
 @pytest.fixture(scope="session")
 def graded_demo(course, tmp_path_factory):
     """The demo cohort, graded by `course grade` into a fresh folder: (folder, records, students)."""
-    from autograder import cli, cohort
+    from autograder import cohort, pipeline
     folder = tmp_path_factory.mktemp("demo")
     submitted = folder / "submitted"
     students = cohort.demo_cohort(course, str(submitted))
-    records = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    records = pipeline.grade(course, str(submitted), str(folder), jobs=2)
     return folder, records, students
 
 

@@ -17,9 +17,10 @@ import time
 
 import pytest
 
-from autograder import cli, cohort, grading, nbgrader_bridge, reports
+from autograder import cli, cohort, grading, nbgrader_bridge, pipeline, reports
 from autograder import release as release_module
 from autograder.progress import Progress
+from autograder.results import PartResult, Submission
 
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -73,7 +74,7 @@ def only_first(raw):
 def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(course, graded_copy):
     folder, records, _ = graded_copy
     submitted = folder / "submitted"
-    again = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    again = pipeline.grade(course, str(submitted), str(folder), jobs=2)
     assert again.graded == [] and len(again.skipped) == len(records)
     assert {(r["student"], r["assignment"]) for r in again} == {(r["student"], r["assignment"]) for r in records}
 
@@ -82,11 +83,11 @@ def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(
     first_part = assignment.parts[0]
     mistake = next(iter(cohort.catalogue(course, first_part.id)[0].values()))
     cohort.write(cohort.solved(course, assignment, mistake["cells"]), str(submitted), "reference", assignment)
-    changed = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
-    assert [(r["student"], r["assignment"]) for r in changed.graded] == [("reference", assignment.id)]
+    changed = pipeline.grade(course, str(submitted), str(folder), jobs=2)
+    assert [(r.student, r.assignment) for r in changed.graded] == [("reference", assignment.id)]
     old = grading.history(str(folder), "reference", assignment.id)
-    assert len(old) == 1 and old[0]["sha256"] != changed.graded[0]["sha256"]
-    assert sum(p["score"] for p in old[0]["parts"]) == sum(p.points for p in assignment.parts)
+    assert len(old) == 1 and old[0].sha256 != changed.graded[0].sha256
+    assert sum(p.score for p in old[0].parts) == sum(p.points for p in assignment.parts)
     assert grading.stale(course, changed.graded[0], str(submitted / "reference" / assignment.id
                                                         / assignment.notebook)) is None
 
@@ -117,7 +118,7 @@ def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
     assert "\r" not in stderr and f"/{len(made)}" in stderr
 
     err = io.StringIO()
-    batch = cli.grade(course, str(submitted), str(out), jobs=2, stream=err)
+    batch = pipeline.grade(course, str(submitted), str(out), jobs=2, progress=Progress(err))
     assert len(batch.skipped) == len(done_before)
     assert len(batch.graded) == len(made) - len(done_before)
     assert grading.read_journal(str(out))["finished"]
@@ -130,9 +131,8 @@ def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
 # --- 2. progress and summary ------------------------------------------------------------------------
 
 def _record(student, score, top=4, problem=None):
-    return {"student": student, "assignment": "attention", "problem": problem,
-            "parts": [{"part": "softmax", "score": score, "max_score": top, "status": "partial",
-                       "reason": "", "checks": []}]}
+    return Submission(student, "attention", "attention.ipynb", problem=problem,
+                      parts=[PartResult("softmax", score, top, "partial", "")])
 
 
 def test_progress_is_a_bar_on_a_terminal_and_lines_elsewhere():
@@ -177,8 +177,8 @@ def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course_copy
     submitted = tmp_path / "submitted"
     cohort.write(cohort.solved(copy, assignment), str(submitted), "ann", assignment)
     out = tmp_path / "out"
-    first = cli.grade(copy, str(submitted), str(out), jobs=1, quiet=True)
-    assert sum(p["score"] for p in first.graded[0]["parts"]) == sum(p.points for p in assignment.parts)
+    first = pipeline.grade(copy, str(submitted), str(out), jobs=1)
+    assert sum(p.score for p in first.graded[0].parts) == sum(p.points for p in assignment.parts)
 
     # a TA "fixes" the hidden suite: a new check nobody passes
     with open(tmp_path / "course" / part.hidden, "a") as fh:
@@ -195,8 +195,8 @@ def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course_copy
 
     history = grading.history(str(out), "ann", assignment.id)
     assert len(history) == 1
-    assert history[0]["suites"][part.id] != grading.read_result(str(out), "ann", assignment.id)["suites"][part.id]
-    assert sum(p["score"] for p in history[0]["parts"]) == sum(p.points for p in assignment.parts)
+    assert history[0].suites[part.id] != grading.read_result(str(out), "ann", assignment.id).suites[part.id]
+    assert sum(p.score for p in history[0].parts) == sum(p.points for p in assignment.parts)
     names = os.listdir(out / "results" / "ann" / "history")
     assert names == [f"{assignment.id}.{grading._versions_key(history[0])}.json"]
 
@@ -207,13 +207,13 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
     part = assignment.parts[0]
     submitted, out = tmp_path / "submitted", tmp_path / "out"
     cohort.write(cohort.solved(copy, assignment), str(submitted), "ann", assignment)
-    cli.grade(copy, str(submitted), str(out), jobs=1, quiet=True)
+    pipeline.grade(copy, str(submitted), str(out), jobs=1)
     old_full = sum(p.points for p in assignment.parts)
 
     changed = course_copy(lambda raw: raw["assignments"][assignment.id]["parts"][part.id].update(
         points=part.points + 1))
     with pytest.raises(Exception, match="run `course release` first"):      # not released yet: loud
-        cli.grade(changed, str(submitted), str(out), jobs=1, quiet=True)
+        pipeline.grade(changed, str(submitted), str(out), jobs=1)
     config_path = ["--config", changed.path]
     assert cli.main(config_path + ["release"]) == 0
     said = capsys.readouterr().out
@@ -254,6 +254,11 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         grade = gb.find_grade(cell, notebook, assignment.id, "reference")
         assert grade.needs_manual_grade
         grade.manual_score = points
+        # and overrides a part the grader failed: every export must carry the instructor's score
+        failed = next(r for r in _csv(folder / "parts.csv")
+                      if r["assignment"] == assignment.id and float(r["score"]) < float(r["max_score"]))
+        override = gb.find_grade(f"check_{failed['part']}", notebook, assignment.id, failed["student"])
+        override.manual_score = float(failed["max_score"])
         gb.db.commit()
     assert cli.main(["export", str(folder)]) == 0
 
@@ -267,6 +272,8 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         key = (row["student"], row["assignment"])
         auto[key] = auto.get(key, 0.0) + float(row["score"])
     manual = {("reference", assignment.id): float(points)}
+    raised = (failed["student"], assignment.id)
+    manual[raised] = manual.get(raised, 0.0) + float(failed["max_score"]) - float(failed["score"])
     assert auto.keys() <= nbgrader_scores.keys()     # nbgrader also lists assignments not handed in, at 0
     for key, score in nbgrader_scores.items():
         assert score == pytest.approx(auto.get(key, 0.0) + manual.get(key, 0.0), abs=1e-6), key
@@ -298,11 +305,9 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
 def test_totals_count_only_assignments_handed_in_and_gradescope_keeps_partial_credit_apart(course):
     first = course.assignments[0]
     half, *rest = first.parts
-    record = {"student": "ann", "assignment": first.id, "problem": None, "parts": [
-        {"part": half.id, "score": half.points / 2, "max_score": half.points, "status": "partial",
-         "reason": "", "checks": []}] + [
-        {"part": p.id, "score": p.points, "max_score": p.points, "status": "passed", "reason": "", "checks": []}
-        for p in rest]}
+    record = Submission("ann", first.id, first.notebook, parts=[
+        PartResult(half.id, half.points / 2, half.points, "partial", "")] + [
+        PartResult(p.id, p.points, p.points, "passed", "") for p in rest])
     row, = reports.totals(course, [record])
     assert row["max_total"] == reports.max_points(first)
     assert row["total"] == sum(p.points for p in first.parts) - half.points / 2
@@ -318,10 +323,10 @@ def test_feedback_page_renders_in_headless_chromium(course, graded_demo, chromiu
     folder, records, _ = graded_demo
     browser = chromium
     # a student with points in some parts and mistakes in others shows every element of the page
-    record = max((r for r in records if not r.get("problem")),
-                 key=lambda r: (any(0 < p["score"] < p["max_score"] for p in r["parts"]),
-                                sum(p["score"] for p in r["parts"]) > 0, r["student"]))
-    page = folder / "reports" / record["student"] / f"{record['assignment']}.html"
+    record = max((r for r in records if not r.problem),
+                 key=lambda r: (any(0 < p.score < p.max_score for p in r.parts),
+                                sum(p.score for p in r.parts) > 0, r.student))
+    page = folder / "reports" / record.student / f"{record.assignment}.html"
     text = page.read_text()
     assert "<script" not in text and "<link" not in text and "http://" not in text and "https://" not in text
     base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -329,11 +334,11 @@ def test_feedback_page_renders_in_headless_chromium(course, graded_demo, chromiu
             f"--user-data-dir={tmp_path / 'profile'}"]
     dom = subprocess.run(base + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
     assert dom.returncode == 0, dom.stderr[-2000:]
-    total = sum(p["score"] for p in record["parts"])
-    possible = sum(p["max_score"] for p in record["parts"])
+    total = sum(p.score for p in record.parts)
+    possible = sum(p.max_score for p in record.parts)
     assert f'id="total">{total:g} <small>/ {possible:g} autograded' in dom.stdout
-    for part in record["parts"]:
-        assert f"{part['score']:g} / {part['max_score']:g}" in dom.stdout
+    for part in record.parts:
+        assert f"{part.score:g} / {part.max_score:g}" in dom.stdout
     assert "What came back" in dom.stdout and "Reproduce it" in dom.stdout
 
     os.makedirs(ARTIFACTS, exist_ok=True)

@@ -32,19 +32,24 @@ def first_part(data):
 
 
 def test_the_course_loads(course):
-    assert {p.id for a in course.assignments for p in a.parts} <= set(config.PART_IDS)
+    assert [p.id for a in course.assignments for p in a.parts] == [
+        "softmax", "causal_mask", "qkv_projections", "parameter_count", "projection_removal"]
 
 
 @pytest.mark.parametrize("change, words", [
     (lambda d: first_part(d)[1].__setitem__("points", -2), ["points", "must be >= 0", "-2"]),
     (lambda d: next(iter(d["assignments"].values()))["parts"].__setitem__("attention_heads", {"points": 1, "cells": [], "tests": "x"}),
-     ["attention_heads", "unknown part"]),
+     ["attention_heads", "no test cell 'check_attention_heads'"]),
+    (lambda d: next(iter(d["assignments"].values()))["parts"].__setitem__("Heads-2", {"points": 1, "cells": [], "tests": "x"}),
+     ["Heads-2", "lower-case letters"]),
     (lambda d: next(iter(d["assignments"].values())).__setitem__("notebook", "nowhere.ipynb"),
      ["notebook", "nowhere.ipynb", "does not exist"]),
     (lambda d: d["limits"].__setitem__("wall_time", 3), ["limits.wall_time", "unknown key"]),
     (lambda d: first_part(d)[1].__setitem__("cells", ["no_such_cell"]), ["cells", "no_such_cell"]),
     (lambda d: first_part(d)[1].__setitem__("tests", "tests/hidden/nothing.py"), ["tests", "does not exist"]),
     (lambda d: d["limits"].__setitem__("memory_mb", "lots"), ["memory_mb", "must be a number"]),
+    (lambda d: d.__setitem__("similarity_threshold", 1.5), ["similarity_threshold", "at most 1", "1.5"]),
+    (lambda d: d.__setitem__("similarity_threshold", "high"), ["similarity_threshold", "must be a number"]),
 ])
 def test_each_mistake_is_one_clear_line(course_copy, change, words):
     path = edit(course_copy, change)

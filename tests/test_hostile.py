@@ -161,7 +161,7 @@ def test_honest_grades_are_exactly_what_they_are_alone(batch):
         records = list(pool.map(grade_submission, [course] * len(honest), [a for _, (a, _) in honest],
                                 [s for s, _ in honest], paths))
     for (student, (assignment, _)), record in zip(honest, records):
-        alone = {p["part"]: (p["score"], p["status"]) for p in record["parts"]}
+        alone = {p.part: (p.score, p.status) for p in record.parts}
         rows = _rows(batch, student, assignment)
         assert {k: (float(r["score"]), r["status"]) for k, r in rows.items()} == alone, student
     if not ISOLATED and _sha(batch["victim"]) != batch["victim_sha"]:
@@ -277,9 +277,8 @@ def test_nbgrader_feedback_is_sanitised(batch):
     """A written answer's <script> and event handlers never reach nbgrader's feedback page."""
     from autograder import nbgrader_bridge
     course = batch["course"]
-    error = nbgrader_bridge.generate_feedback(course, course.assignment("attention"), str(batch["out"]),
-                                              "script-in-answer")
-    assert error is None, error
+    nbgrader_bridge.generate_feedback(course, course.assignment("attention"), str(batch["out"]),
+                                      "script-in-answer")
     with open(batch["out"] / "feedback" / "script-in-answer" / "attention" / "attention.html",
               encoding="utf-8") as fh:
         page = fh.read()

@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from autograder import cli, cohort, nbgrader_bridge
+from autograder import cli, cohort, nbgrader_bridge, pipeline
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def by_course_grade(course, assignment, tmp_path_factory):
     folder = tmp_path_factory.mktemp("course-grade")
     for student, nb in _notebooks(course, assignment).items():
         _hand_in(course, str(folder / "submitted"), student, assignment, nb)
-    cli.grade(course, str(folder / "submitted"), str(folder), jobs=2, quiet=True)
+    pipeline.grade(course, str(folder / "submitted"), str(folder), jobs=2)
     return {s: score for (s, a), score in _auto_scores(course, str(folder)).items() if a == assignment.id}
 
 

@@ -215,8 +215,8 @@ def test_nbgrader_export_in_the_course_folder_overwrites_nothing_of_ours(graded_
 def test_autograded_notebooks_exist_for_formgrader(course, graded_demo):
     folder, records, _ = graded_demo
     for record in records:
-        assignment = course.assignment(record["assignment"])
-        assert (folder / "autograded" / record["student"] / assignment.id / assignment.notebook).exists()
+        assignment = course.assignment(record.assignment)
+        assert (folder / "autograded" / record.student / assignment.id / assignment.notebook).exists()
 
 
 def test_feedback_shows_no_hidden_test_source(course, graded_demo):

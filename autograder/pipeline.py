@@ -1,0 +1,107 @@
+"""Grading a folder of submissions, stage by stage.
+
+Read :func:`grade` as nbgrader's list of preprocessors is read: each stage takes what the
+one before it left and hands on to the next.
+
+1. find       the submissions under ``submitted/`` (and the folders that cannot be a student's)
+2. grade      each one against its parts' suites, in worker processes
+3. record     each result, the moment its worker returns (``results/``; an interrupted batch
+              keeps them and stops here)
+4. gradebook  the new results into nbgrader's gradebook, through its own autograde
+5. exports    parts.csv, totals.csv, Gradescope results, nbgrader's grades.csv
+6. feedback   one page per student and assignment
+
+Stages 2 and 3 are one call (:func:`grading.grade_all`) because recording as results arrive is
+what makes a batch resumable. A stage that cannot run raises a :class:`CourseError` with one
+line; a stage that runs but fails for some submissions (nbgrader refusing one, an export that
+cannot be written) adds a line to ``batch.warnings`` and the next stage still runs.
+"""
+
+import os
+
+from autograder import cohort_report, corpus, grading, nbgrader_bridge, release, reports
+from autograder.errors import CorpusMissing, NbgraderError
+
+
+def grade(course, submitted, out, jobs=None, force=False, progress=None):
+    """Grade ``submitted`` into ``out``; returns the :class:`grading.Batch`.
+
+    Only submissions that changed (or whose grader or suites changed) are graded, unless
+    ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one."""
+    release.require_released_points(course)
+    out = os.path.abspath(out)
+    refused = []
+    submissions = grading.find_submissions(course, submitted, refused)                  # 1
+    _require_corpus(course, submissions)
+    nbgrader_bridge.write_course_folder(course, out)
+    batch = grading.grade_all(course, submissions, out, jobs, progress=progress,       # 2, 3
+                              force=force, submitted=submitted, refused=refused)
+    if batch.interrupted:
+        return batch
+    batch.warnings += to_gradebook(course, submitted, out, submissions, batch)          # 4
+    batch.warnings += export(course, out, batch.records)                                # 5, 6
+    return batch
+
+
+def _require_corpus(course, submissions):
+    """Stop before grading when a submission trains and the corpus is missing: that is the
+    grader's problem, and grading on would score every training check as the students' failure."""
+    if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
+        try:
+            corpus.find(course)
+        except RuntimeError as exc:      # the shipped framework's own error (it cannot import ours)
+            raise CorpusMissing(str(exc)) from None
+
+
+def to_gradebook(course, submitted, out, submissions, batch):
+    """Stage 4: nbgrader's autograde of every assignment with new results; returns warnings.
+
+    A submission the grader failed on is not staged at all (nothing about that student may be
+    recorded, not even a 0); one that could not be read is staged as the released stub, so
+    nbgrader records its verdicts without reading what was handed in."""
+    fresh = {r.key for r in batch.graded}
+    by_key = {r.key: r for r in batch.records}
+    warnings = []
+    for assignment in course.assignments:
+        mine = [(s, a, p) for s, a, p in submissions if a == assignment.id]
+        autograded = [os.path.join(out, "autograded", s, a, assignment.notebook) for s, a, _ in mine]
+        if not mine or (not any((s, a) in fresh for s, a, _ in mine)
+                        and all(os.path.exists(p) for p in autograded)):
+            continue      # the gradebook already holds these very results
+        nbgrader_bridge.register(course, assignment, out)
+        stub = course.release(assignment, assignment.notebook)
+        for student, _, _ in mine:
+            record = by_key[student, assignment.id]
+            if not record.grader_error:
+                nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook, stub,
+                                      use_stub=record.problem is not None)
+        try:
+            nbgrader_bridge.autograde(course, assignment, out)
+        except NbgraderError as exc:
+            warnings.append(str(exc))
+    return warnings
+
+
+def export(course, out, records):
+    """Stages 5 and 6: every export and the feedback pages, from ``records`` and the gradebook.
+
+    Each stands alone: one that fails becomes a warning and the others are still written.
+    Returns the warnings."""
+    warnings = []
+    try:
+        gradebook = nbgrader_bridge.gradebook_scores(course, out)
+    except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
+        warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
+        gradebook = {}
+    stages = (("parts", lambda: reports.write_grades(out, records)),
+              ("totals", lambda: reports.write_totals(out, course, records, gradebook)),
+              ("gradescope", lambda: reports.write_gradescope(out, course, records, gradebook)),
+              ("nbgrader", lambda: nbgrader_bridge.export(course, out)),
+              ("feedback", lambda: reports.write_feedback(out, records, course, gradebook)),
+              ("report", lambda: cohort_report.write(course, out, records)))
+    for name, write in stages:
+        try:
+            write()
+        except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
+            warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
+    return warnings

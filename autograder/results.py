@@ -1,0 +1,99 @@
+"""What grading a submission produces: the submission, its parts, each part's checks.
+
+Defined once here; grading builds them, ``results/<student>/<assignment>.json`` keeps them
+(:meth:`Submission.to_json`), and every export, the gradebook and the regrade diff read them.
+A record written by an earlier version of the grader still loads (:meth:`Submission.from_json`):
+version 1 had no ``version`` key and no ``Check.mistake``.
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+
+VERSION = 2
+GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
+
+
+@dataclass
+class Check:
+    """One test of a part's public or hidden suite, as the grader judged it."""
+    name: str                  # the test function (with its parameters)
+    doc: str                   # the first line of its docstring: what it checks, in words
+    visibility: str            # "public" (the student can run it) or "hidden"
+    weight: float
+    status: str                # passed, failed, error, timeout or missing
+    message: str = ""          # why it did not pass, clean text for the student
+    mistake: str | None = None   # the catalogued mistake diagnosed from the answer, when one matched
+
+    @property
+    def passed(self):
+        return self.status == "passed"
+
+
+@dataclass
+class PartResult:
+    """One graded part of a submission: its score out of the points course.yaml gives it."""
+    part: str                  # the part's id in course.yaml
+    score: float
+    max_score: float
+    status: str                # passed, partial, failed, error, timeout, missing or grader-error
+    reason: str                # the first thing the student should read
+    checks: list[Check] = field(default_factory=list)
+    suite: str | None = None   # hash of its public and hidden suites at grading
+    seconds: float = 0.0
+
+    @property
+    def graded(self):
+        """False when the grader failed on it: then its score is nobody's."""
+        return self.status != GRADER_ERROR
+
+
+@dataclass
+class Submission:
+    """One student's notebook for one assignment, graded."""
+    student: str
+    assignment: str
+    notebook: str
+    parts: list[PartResult] = field(default_factory=list)
+    problem: str | None = None     # why no part could be graded normally (the student's or the grader's)
+    grader: str | None = None      # the grader's version
+    sha256: str | None = None      # of the notebook as handed in
+    suites: dict | None = None     # part -> the version of what decides its score
+    graded_at: str | None = None
+    seconds: float | None = None
+
+    @property
+    def key(self):
+        return self.student, self.assignment
+
+    @property
+    def score(self):
+        return sum(p.score for p in self.parts)
+
+    @property
+    def max_score(self):
+        return sum(p.max_score for p in self.parts)
+
+    @property
+    def grader_error(self):
+        """The grader failed on it: nothing about this student may be recorded, not even a 0."""
+        return str(self.problem or "").startswith("grader error")
+
+    def to_json(self):
+        return {"version": VERSION, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_json(cls, data):
+        """A record from its JSON (any version so far); ValueError when it is not one."""
+        try:
+            parts = [PartResult(**{**_known(PartResult, p),
+                                   "checks": [Check(**_known(Check, c)) for c in p.get("checks") or []]})
+                     for p in data["parts"]]
+            return cls(**{**_known(cls, data), "parts": parts})
+        except (AttributeError, KeyError, TypeError) as exc:
+            raise ValueError(f"not a result record ({type(exc).__name__}: {exc})") from None
+
+
+def _known(cls, data):
+    """The items of ``data`` that are fields of ``cls`` (a newer grader's extra keys are left out)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}

@@ -1,0 +1,156 @@
+"""The cohort report (autograder/cohort_report.py): counts by the catalogue's names, exactly the
+planted ones; the CSV and the page agree; a real browser renders it."""
+
+import csv
+import html
+import json
+import os
+import re
+import subprocess
+
+import pytest
+
+from autograder import cli, cohort, cohort_report, mistake_ids
+from autograder.results import Check
+from selfcheck.program import grade_id
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARTIFACTS = os.path.join(ROOT, "artifacts")
+
+
+def _csv(path):
+    with open(path) as fh:
+        return list(csv.DictReader(fh))
+
+
+def _check(message, status="failed", name="test_x", weight=1, mistake=None):
+    return Check(name, name, "hidden", weight, status, message, mistake)
+
+
+def test_a_diagnosis_is_known_by_its_catalogue_name_whatever_its_numbers(course):
+    said = ("alpha: expected [0.3369, 0.3019], got [0.3385, 0.2799]. Likely mistake: the scores were not "
+            "divided at all: divide them by the square root of the width d_k, sqrt(7) = 2.646.")
+    assert mistake_ids.identify(course.root, "softmax", _check(said)) == "attend-without-scale"
+    assert mistake_ids.identify(course.root, "softmax", _check(said, status="passed")) is None
+    assert mistake_ids.identify(course.root, "softmax", _check("got 3, expected 4")) is None
+    # two mistakes the grader cannot tell apart share one id
+    assert " or " in mistake_ids.identify(course.root, "qkv_projections",
+                                          _check("Likely mistake: there is no causal mask: tokens see the future."))
+
+
+def test_a_part_counts_for_the_mistake_its_checks_name_most_and_old_results_name_none():
+    checks = [_check("a", mistake="one"), _check("b", mistake="two", weight=3),
+              _check("c", mistake="one"), _check("d", status="passed", mistake="one")]
+    assert mistake_ids.part_mistake(checks) == "two"
+    assert mistake_ids.part_mistake([_check("Likely mistake: anything.")]) is None
+
+
+# --- a cohort graded for real -----------------------------------------------------------------------
+
+PLANTED = {"causal_mask": {"mask-after-softmax": 2, "mask-transposed": 1},
+           "softmax": {"entropy-in-nats": 1}}
+
+
+@pytest.fixture(scope="module")
+def graded_cohort(course, tmp_path_factory):
+    """The attention assignment: the reference, the stub, the planted mistakes, a notebook that is
+    not JSON, one with a solution cell deleted, and two near-copies of a loop-based softmax."""
+    folder = tmp_path_factory.mktemp("cohort")
+    submitted = folder / "submitted"
+    assignment = course.assignment("attention")
+    cohort.write(cohort.solved(course, assignment), str(submitted), "reference", assignment)
+    cohort.write(cohort.stub(course, assignment), str(submitted), "stub", assignment)
+    for part, planted in PLANTED.items():
+        mistakes, _ = cohort.catalogue(course, part)
+        for name, count in planted.items():
+            for i in range(count):
+                cohort.write(cohort.solved(course, assignment, mistakes[name]["cells"]), str(submitted),
+                             f"{name}-{i}", assignment)
+    broken = cohort.write(cohort.stub(course, assignment), str(submitted), "not-json", assignment)
+    with open(broken, "w") as fh:
+        fh.write("{ this is not a notebook")
+    gone = cohort.solved(course, assignment)
+    gone["cells"] = [c for c in gone["cells"] if grade_id(c) != "causal_mask"]
+    cohort.write(gone, str(submitted), "deleted-cell", assignment)
+    loops = cohort.catalogue(course, "softmax")[1]["loops"]
+    cohort.write(cohort.solved(course, assignment, loops), str(submitted), "original", assignment)
+    from test_similarity import _near_copy
+    cohort.write(cohort.solved(course, assignment, _near_copy(loops)), str(submitted), "copier", assignment)
+    batch = cli.grade(course, str(submitted), str(folder), jobs=2, quiet=True)
+    return folder, list(batch)
+
+
+@pytest.mark.slow
+def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copy(course, graded_cohort):
+    folder, records = graded_cohort
+    rows = _csv(folder / cohort_report.CSV)
+    n = len(records)
+    mistakes = {(r["part"], r["item"]): int(r["students"]) for r in rows if r["section"] == "mistake"}
+    assert mistakes == {(part, name): count for part, planted in PLANTED.items() for name, count in planted.items()}
+    for r in rows:
+        if r["section"] == "mistake":
+            assert float(r["share"]) == round(int(r["students"]) / n, 3)
+    not_graded = {(r["item"], r["part"], r["value"]) for r in rows if r["section"] == "not graded"}
+    assert not_graded == {("not-json", "softmax", "error"), ("not-json", "causal_mask", "error"),
+                          ("deleted-cell", "causal_mask", "missing"),
+                          ("stub", "softmax", "error"), ("stub", "causal_mask", "error")}    # NotImplementedError
+    flagged = [r["item"] for r in rows if r["section"] == "similarity"]
+    assert flagged == ["copier & original"], flagged
+    scores = [r for r in rows if r["section"] == "score"]
+    for part in ("softmax", "causal_mask"):
+        assert sum(int(r["students"]) for r in scores if r["part"] == part) == n
+    assert len([r for r in rows if r["section"] == "time"]) == n
+
+
+@pytest.mark.slow
+def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort, chromium, tmp_path):
+    folder, _ = graded_cohort
+    page = folder / cohort_report.HTML
+    text = page.read_text()
+    assert "<script" not in text and "<link" not in text and "http://" not in text and "https://" not in text
+    assert "never changes a grade" in text
+    browser = chromium
+    base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run(base + ["--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    shown = {}
+    for key, body in re.findall(r'<tr data-row="([^"]*)">(.*?)</tr>', dom.stdout, flags=re.S):
+        shown[html.unescape(key)] = body
+    for row in _csv(folder / cohort_report.CSV):
+        key = "/".join(row[k] for k in ("section", "assignment", "part", "item"))
+        if row["section"] == "similarity":
+            assert re.search(rf'data-row="{re.escape(html.escape(key))}">{row["value"]}<', dom.stdout), key
+            continue
+        if row["section"] == "time" and key not in shown:
+            continue            # the page lists the five slowest
+        assert key in shown, key
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", shown[key], flags=re.S)
+        if row["students"]:
+            assert row["students"] in [re.sub("<[^>]+>", "", c) for c in cells], (key, cells)
+    assert dom.stdout.count("<img") >= 2       # a histogram per assignment, the times
+
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    shot = os.path.join(ARTIFACTS, "cohort_report.png")
+    if os.path.exists(shot):
+        os.remove(shot)
+    done = subprocess.run(base + ["--window-size=1100,1600", f"--screenshot={shot}", page.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    with open(shot, "rb") as fh:
+        assert fh.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(shot) > 20_000
+
+
+@pytest.mark.slow
+def test_course_report_writes_it_again_from_the_results(course, graded_cohort, capsys):
+    folder, _ = graded_cohort
+    before = _csv(folder / cohort_report.CSV)
+    os.remove(folder / cohort_report.HTML)
+    assert cli.main(["report", str(folder)]) == 0
+    assert str(folder / cohort_report.HTML) in capsys.readouterr().out
+    assert [r for r in _csv(folder / cohort_report.CSV) if r["section"] != "time"] == \
+        [r for r in before if r["section"] != "time"]
+    with open(next((folder / "results").glob("*/attention.json"))) as fh:
+        assert all("mistake" in c for p in json.load(fh)["parts"] for c in p["checks"])
