@@ -5,10 +5,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# the tests and the benchmark also grade on Dask and keep a gradebook on PostgreSQL
+# the tests and the benchmark also grade on Dask, keep a gradebook on PostgreSQL and drive
+# Chromium through Playwright (the system's browser: it downloads none)
 EXTRAS := $(VENV)/.installed-extras
 
-.PHONY: demo test check release bench experiment clean sandbox postgres
+.PHONY: demo test check release bench experiment clean sandbox postgres browser
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -17,7 +18,7 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(EXTRAS): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres]'
+	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test]'
 	@touch $(EXTRAS)
 
 demo: $(STAMP) sandbox
@@ -39,7 +40,15 @@ postgres:
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq postgresql >/dev/null 2>&1; }; }; } || \
 	  echo "PostgreSQL is not installed: the PostgreSQL gradebook test will skip"
 
-test: $(EXTRAS) sandbox postgres
+# Debian's Chromium for the browser tests (tests/test_browser.py), installed like bubblewrap;
+# without it those tests are skipped and say why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
+	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
+
+test: $(EXTRAS) sandbox postgres browser
 	$(BIN)/python -m pytest tests
 
 # The fast tests only (no nbgrader, kernels or graded cohorts): under 30 seconds, for every edit.

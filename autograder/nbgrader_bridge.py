@@ -314,7 +314,7 @@ def gradebook_scores(course, out):
     """Everything nbgrader's gradebook holds for each submission, hand-graded answers included.
 
     Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded"}}, "overrides": {part: score}}}``;
+    "written": {grade id: {"score", "max_score", "graded", "comment"}}, "overrides": {part: score}}}``;
     ``overrides`` are parts whose autograded score was changed in formgrader; ``score`` is what
     ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty).
     """
@@ -337,8 +337,12 @@ def gradebook_scores(course, out):
                         written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
                         continue
                     graded = grade.manual_score is not None or not grade.needs_manual_grade
+                    try:        # the TA's comment in formgrader, which the student should get with the score
+                        comment = gb.find_comment(cell, notebook, assignment.id, sub.student_id).manual_comment
+                    except MissingEntry:
+                        comment = None
                     written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
-                                     "graded": bool(graded)}
+                                     "graded": bool(graded), "comment": comment or ""}
                 overrides = {}      # a part's score an instructor set by hand in formgrader
                 for part in assignment.parts:
                     try:

@@ -265,7 +265,8 @@ def gradescope(record, course=None, written=None, overrides=None):
                            [record.assignment, part.status], graded=part.graded))
     for cell, grade in (written or {}).items():
         tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"],
-                           "graded by hand in formgrader" if grade["graded"] else "not graded yet",
+                           ("graded by hand in formgrader" + (f": {grade['comment']}" if grade.get("comment") else ""))
+                           if grade["graded"] else "not graded yet",
                            [record.assignment, "written"], graded=grade["graded"]))
     output = (f"Could not be graded: {record.problem}" if record.problem
               else f"{record.assignment}: graded by the course's hidden and public suites")

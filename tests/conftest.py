@@ -24,6 +24,24 @@ def graded_demo(course, tmp_path_factory):
     return folder, records, students
 
 
+def _copy_course(course, dest):
+    """Copy course.yaml, its nbgrader_config.py and everything they point to into ``dest``."""
+    for name in ("course.yaml", "nbgrader_config.py", "solutions", "assignments", "data",
+                 os.path.join("tests", "hidden"), os.path.join("tests", "mutants")):
+        src = os.path.join(course.root, name)
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(dest, name), ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            os.makedirs(os.path.dirname(os.path.join(dest, name)), exist_ok=True)
+            shutil.copy(src, os.path.join(dest, name))
+
+
+@pytest.fixture(scope="session")
+def copy_course(course):
+    """For fixtures wider than one test: ``copy_course(dest)`` copies the course there."""
+    return lambda dest: _copy_course(course, dest)
+
+
 @pytest.fixture
 def course_copy(course, tmp_path):
     """A copy of the course in ``tmp_path/course`` (course.yaml, its nbgrader_config.py and
@@ -34,14 +52,7 @@ def course_copy(course, tmp_path):
 
     def copy(edit=None):
         if not dest.exists():
-            for name in ("course.yaml", "nbgrader_config.py", "solutions", "assignments", "data",
-                         os.path.join("tests", "hidden"), os.path.join("tests", "mutants")):
-                src = os.path.join(course.root, name)
-                if os.path.isdir(src):
-                    shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-                else:
-                    os.makedirs((dest / name).parent, exist_ok=True)
-                    shutil.copy(src, dest / name)
+            _copy_course(course, dest)
         if edit:
             with open(dest / "course.yaml") as fh:
                 raw = yaml.safe_load(fh)
@@ -50,6 +61,15 @@ def course_copy(course, tmp_path):
                 yaml.safe_dump(raw, fh, sort_keys=False)
         return config.load(str(dest / "course.yaml"))
     return copy
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's Chromium, which `make test` installs when it runs as root (as it does bubblewrap)."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not found:
+        pytest.skip("Chromium is not installed: `make test` installs it as root (apt-get install chromium)")
+    return found
 
 
 @pytest.fixture

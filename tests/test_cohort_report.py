@@ -102,21 +102,14 @@ def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copy(
     assert len([r for r in rows if r["section"] == "time"]) == n
 
 
-def _chromium():
-    from test_batch import _chromium as find
-    return find()
-
-
 @pytest.mark.slow
-def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort, tmp_path):
+def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort, chromium, tmp_path):
     folder, _ = graded_cohort
     page = folder / cohort_report.HTML
     text = page.read_text()
     assert "<script" not in text and "<link" not in text and "http://" not in text and "https://" not in text
     assert "never changes a grade" in text
-    browser = _chromium()
-    if not browser:
-        pytest.skip("Chromium is not installed and could not be installed here")
+    browser = chromium
     base = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
             "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
             f"--user-data-dir={tmp_path / 'profile'}"]

@@ -12,7 +12,11 @@ import os
 
 
 class SelfCheckFailed(Exception):
-    """A check cell whose part does not pass its public checks (the lines above say why)."""
+    """A check cell whose part does not pass its public checks: the first failure, the lines above all."""
+
+    def _render_traceback_(self):
+        """IPython shows this one line instead of a traceback into the runner (and so does Validate)."""
+        return [f"SelfCheckFailed: {self}"]
 
 
 def _public_tests(path):
@@ -58,7 +62,8 @@ def check(part, folder="."):
 
     Cells of the saved notebook that do not compile are reported first; a check
     that uses a function of another part which fails its own checks says so.
-    Raises :class:`SelfCheckFailed` at the end when anything failed.
+    Raises :class:`SelfCheckFailed` at the end when anything failed, naming the first failure:
+    nbgrader's Validate shows a failing cell's error only, not what it printed.
     """
     import __main__
 
@@ -82,15 +87,15 @@ def check(part, folder="."):
                      if any(reason for _, reason in _run(_public_tests(os.path.join(folder, f"test_{other}.py")),
                                                             student))}
     lean = notes.leaning_on(part, uses, failing_parts)
-    passed = failed = 0
+    passed, failures = 0, list(unloaded)
     for what, reason in _run(_public_tests(os.path.join(folder, entry["tests"])), student):
         if reason is None:
             passed += 1
             print(f"  ok    {what}")
         else:
-            failed += 1
+            failures.append(f"{what}\n  " + (f"{lean}\n  " if lean else "") + reason)
             print(f"  FAIL  {what}\n        " + (f"{lean}\n        " if lean else "") + reason)
-    print(f"{part}: " + notes.closing(passed, failed + len(unloaded), entry["hidden_checks"]))
-    if failed or unloaded:
-        raise SelfCheckFailed(f"{part}: {failed + len(unloaded)} public check(s) failed; the lines above say "
-                              "what came back and, where a known mistake explains it, which one") from None
+    print(f"{part}: " + notes.closing(passed, len(failures), entry["hidden_checks"]))
+    if failures:
+        raise SelfCheckFailed(f"{part}: {len(failures)} public check(s) failed; the first:\n  {failures[0]}\n"
+                              "This cell's output above lists every check.") from None
