@@ -189,7 +189,14 @@ def _run(page, index, code=None):
     if code is not None:
         page.keyboard.press("Control+A")
         page.keyboard.insert_text(code)
-    page.keyboard.press("Shift+Enter")
+    started = "([el, before]) => el.textContent !== before"      # '[*]:' while it runs, then its count
+    for attempt in range(3):        # a key press can be lost while the lab is still busy: press again
+        page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function(started, arg=[prompt, before], timeout=20_000)
+            break
+        except sync_api.TimeoutError:
+            cell.locator(".cm-content").click()
     page.wait_for_function("([el, before]) => !el.textContent.includes('*') && el.textContent !== before",
                            arg=[prompt, before], timeout=90_000)
     return cell.locator(".jp-OutputArea").inner_text()
