@@ -77,7 +77,7 @@ def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(
     submitted = folder / "submitted"
     again = pipeline.grade(course, str(submitted), str(folder), jobs=2)
     assert again.graded == [] and len(again.skipped) == len(records)
-    assert {(r["student"], r["assignment"]) for r in again} == {(r["student"], r["assignment"]) for r in records}
+    assert {r.key for r in again} == {r.key for r in records}
 
     # one student hands in a different notebook: only that one is graded, the old result is kept
     assignment = course.assignments[0]
