@@ -131,7 +131,10 @@ def submitted_documents(course, assignment, records, submitted):
             nb = parse_notebook(grading.read_submission(path))
         except (NotebookError, OSError):
             continue        # the not-graded table already says why
-        docs.append(similarity.document((record.student, assignment), similarity.notebook_cells(nb), given))
+        try:
+            docs.append(similarity.document((record.student, assignment), similarity.notebook_cells(nb), given))
+        except Exception:  # noqa: BLE001 - one hand-in the comparison cannot read never stops the report
+            continue
     return docs
 
 

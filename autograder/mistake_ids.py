@@ -11,7 +11,7 @@ names joined by " or ".
 import os
 import re
 
-from selfcheck.checks import diagnoses
+from selfcheck.checks import LIKELY, diagnoses
 
 _PART = re.compile(r"^## (\w+) \(")
 _NAME = re.compile(r"^### `(.+)`$")
@@ -54,7 +54,13 @@ def identify(root, part_id, check):
     if check.passed:
         return None
     known = table(root).get(part_id, {})
-    found = diagnoses([{"message": check.message, "weight": check.weight}])
+    # A student's own error text can say anything, "Likely mistake: ..." included: only a failed
+    # check's last diagnosis is the grader's (it ends the message); an error's words are numpy's
+    # (the shapes that do not line up), never a "Likely mistake" the student wrote.
+    said = LIKELY.findall(check.message)
+    text = f"Likely mistake: {said[-1]}." if check.status == "failed" and said else \
+        LIKELY.sub("", check.message) if check.status == "error" else ""
+    found = diagnoses([{"message": text, "weight": check.weight}])
     return next((known[comparable(text)] for text in found if comparable(text) in known), None)
 
 

@@ -85,11 +85,30 @@ def configure(c, out=None, course_yaml=None):
     """
     from nbgrader.converters import GenerateAssignment
     from autograder import config
-    course = config.load(course_yaml)
+    try:
+        course = config.load(course_yaml)
+    except config.ConfigError as exc:
+        _refuse(c, str(exc))
+        return
     c.merge(settings(course, out))
     c.GenerateAssignment.preprocessors = (list(GenerateAssignment.class_traits()["preprocessors"].default())
                                           + ["autograder.nbgrader_bridge.AddSelfCheckKit"])
     c.AddSelfCheckKit.course_yaml = os.path.abspath(course.path)
+
+
+def _refuse(c, problem):
+    """A course.yaml that does not load stops every nbgrader step with its one line.
+
+    nbgrader reports an error raised in a config file and goes on with its defaults: it
+    would run students' notebooks in a kernel, unsandboxed, and score the check cells.
+    Every converter's only preprocessor refuses instead."""
+    print(f"error: {problem}", file=sys.stderr)
+    refuse = ["autograder.nbgrader_bridge.Refuse"]
+    c.Autograde.sanitize_preprocessors = refuse
+    c.Autograde.autograde_preprocessors = refuse
+    c.GenerateAssignment.preprocessors = refuse
+    c.GenerateFeedback.preprocessors = refuse
+    c.Refuse.problem = problem
 
 
 def write_course_folder(course, out):
@@ -110,6 +129,7 @@ def _quiet(name):
     """nbgrader logs every step; keep its log, show it only when it fails."""
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
     log = logging.getLogger(name)
     log.addHandler(handler)
     log.propagate = False
@@ -117,6 +137,9 @@ def _quiet(name):
         yield stream
     finally:
         log.removeHandler(handler)
+
+
+_GENERIC_ERROR = re.compile(r"There was an error processing|Please see the|Traceback")
 
 
 def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
@@ -136,9 +159,13 @@ def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
             app.start()
         except Exception as exc:  # nbgrader raises after finishing the others
             command = re.sub(r"(?<!^)(?=[A-Z])", "_", converter_cls.__name__).lower()
-            first = (str(exc).splitlines() or [""])[0]
-            raise NbgraderError(f"nbgrader {command} {assignment_id} failed: {type(exc).__name__}: {first}",
-                                stream.getvalue()[-3000:]) from exc
+            log = stream.getvalue()
+            # nbgrader's exception only points at "the above traceback": its log's first specific
+            # error is the cause (e.g. no cells may be added once there are submissions)
+            cause = next((line[len("ERROR "):] for line in log.splitlines()
+                          if line.startswith("ERROR ") and not _GENERIC_ERROR.search(line)),
+                         (str(exc).splitlines() or [""])[0])
+            raise NbgraderError(f"nbgrader {command} {assignment_id} failed: {cause}", log[-3000:]) from exc
 
 
 def generate(course, assignment, release_dir=None, out=None, source_dir=None):
@@ -184,6 +211,15 @@ try:
     from nbgrader.preprocessors.base import NbGraderPreprocessor
 except ImportError:  # pragma: no cover - nbgrader is a dependency
     NbGraderPreprocessor = object
+
+
+class Refuse(NbGraderPreprocessor):
+    """Stands in for every preprocessor while course.yaml does not load (see :func:`_refuse`)."""
+
+    problem = Unicode("", help="what is wrong with course.yaml, in one line").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        raise RuntimeError(f"nothing is graded until course.yaml is fixed: {self.problem}")
 
 
 class ApplyResults(NbGraderPreprocessor):

@@ -363,17 +363,24 @@ def _reproduce(part, check, failing_public):
             f"<code>pytest {html.escape(test_file)}</code>")
 
 
-def feedback_page(record, course=None, written=None):
+def feedback_page(record, course=None, written=None, overrides=None):
     """One self-contained HTML page (no network, no scripts, no external assets) for one submission.
 
-    ``written`` (grade id -> {"score", "max_score", "graded"}) adds the hand-graded answers.
+    ``written`` (grade id -> {"score", "max_score", "graded"}) adds the hand-graded answers;
+    ``overrides`` (part -> score) the parts' scores an instructor set in formgrader.
     """
+    overrides = overrides or {}
+
+    def points(part):
+        shown = f"{_scored(part, overrides):g} / {part.max_score:g}"
+        return shown + (" (set by hand)" if part.part in overrides else "")
+
     esc = html.escape
     titles = {}
     if course is not None:
         with_parts = course.assignment(record.assignment)
         titles = {p.id: p.title for p in with_parts.parts}
-    total, possible = record.score, record.max_score
+    total, possible = sum(_scored(p, overrides) for p in record.parts), record.max_score
     pct = 100 * total / possible if possible else 0
     out = ["<!doctype html><html lang=en><head><meta charset=utf-8>",
            "<meta name=viewport content='width=device-width,initial-scale=1'>",
@@ -398,7 +405,7 @@ def feedback_page(record, course=None, written=None):
             out.append(f"<tr><td><a href='#part-{esc(part.part)}'>{esc(part.part)}</a> "
                        f"<span class=tag>{esc(titles.get(part.part, ''))}</span></td>"
                        f"<td><span class='badge b-{esc(part.status)}'>{esc(part.status)}</span></td>"
-                       f"<td class=num>{part.score:g} / {part.max_score:g}</td></tr>")
+                       f"<td class=num>{points(part)}</td></tr>")
         out.append("</table>")
     out.append("</header>")
     if record.problem:
@@ -409,7 +416,7 @@ def feedback_page(record, course=None, written=None):
         out.append(f"<section id='part-{esc(part.part)}'><h2><span class=title>{esc(part.part)}"
                    + (f" <span class=tag>{esc(title)}</span>" if title and title != part.part else "")
                    + f"</span><span class='badge b-{esc(status)}'>{esc(status)}</span>"
-                   f"<span class=pts>{part.score:g} / {part.max_score:g}</span></h2><div class=body>")
+                   f"<span class=pts>{points(part)}</span></h2><div class=body>")
         checks = part.checks
         failing = [c for c in checks if c.status != "passed"]
         passed = [c for c in checks if c.status == "passed"]
@@ -443,9 +450,9 @@ def feedback_page(record, course=None, written=None):
 def write_feedback(out, records, course=None, gradebook=None):
     folder = os.path.join(out, "reports")
     for record in records:
-        written = (gradebook or {}).get((record.student, record.assignment), {}).get("written")
+        nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
         path = os.path.join(folder, record.student, f"{record.assignment}.html")
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8", errors="replace") as fh:
-            fh.write(feedback_page(record, course, written))
+            fh.write(feedback_page(record, course, nbgrader.get("written"), nbgrader.get("overrides")))
     return folder

@@ -20,6 +20,7 @@ penalty.
 """
 
 import ast
+import bisect
 import io
 import token
 import tokenize
@@ -44,10 +45,14 @@ class Document:
     prints: dict = field(default_factory=dict)     # fingerprint -> first token index
 
 
+# a solution is a few hundred lines: past this, a cell is padding, and comparing it would only cost time
+MAX_CELL_CHARS = 100_000
+
+
 def _parse(code):
     try:
         return ast.parse(code)
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError, MemoryError):    # nesting too deep is a student's too
         return None
 
 
@@ -123,6 +128,7 @@ def document(key, cells, given=frozenset()):
     """A Document from ``cells`` ({cell name: code}), top-level statements in a canonical order,
     the lines of ``given`` (see ``given_lines``) left out."""
     doc = Document(key, {})
+    cells = {cell: code[:MAX_CELL_CHARS] for cell, code in cells.items()}
     trees = {cell: _parse(code) for cell, code in cells.items()}
     bound = set().union(*(_bound(tree) for tree in trees.values()))
     units = []
@@ -131,8 +137,8 @@ def document(key, cells, given=frozenset()):
             doc.lines[cell, number] = line
         starts = _units(trees[cell])
         pieces = {start: [] for start in starts}
-        for text, line in _normalised(code, bound, given):
-            pieces[max([s for s in starts if s <= line] or starts[:1])].append((text, line))
+        for text, line in _normalised(code, bound, given):     # the statement holding the line
+            pieces[starts[max(bisect.bisect_right(starts, line) - 1, 0)]].append((text, line))
         units += [(" ".join(t for t, _ in toks), cell, toks) for toks in pieces.values()]
     texts = []
     for _, cell, toks in sorted(units, key=lambda u: u[0]):

@@ -42,7 +42,8 @@ def syntax_errors(nb):
 def _names(code, kinds, label=""):
     try:
         tree = ast.parse(code)
-    except SyntaxError:         # a cell that does not compile defines what it is named after
+    except (SyntaxError, ValueError, RecursionError, MemoryError):     # a cell that does not compile
+        # defines what it is named after
         return {label} if kinds == "defined" else set()
     if kinds == "defined":
         return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}

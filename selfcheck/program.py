@@ -121,11 +121,25 @@ def _runs(cell):
     return cell.get("cell_type") == "code" and not is_test(cell) and not gid.startswith(SKIP_PREFIXES)
 
 
+# a cell larger than this is padding, not an answer: parsing it would cost the grader gigabytes
+MAX_PARSED_CHARS = 1_000_000
+
+
+def _parse(code):
+    """A cell's syntax tree, or None when it does not parse (too deep or too large counts as that:
+    this runs in the grader, on any cell a student wrote)."""
+    if len(code) > MAX_PARSED_CHARS:
+        return None
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
 def definitions_only(code):
     """Keep a student-added cell's imports, functions and classes, nothing else."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return ""
     keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     tree.body = [node for node in tree.body if isinstance(node, keep)]
@@ -139,9 +153,8 @@ def solution_ids(nb):
 def defined_names(code, kinds=(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
                                ast.AnnAssign)):
     """The top-level names a cell defines (functions, classes, assignments), in order."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = _parse(code)
+    if tree is None:
         return []
     names = []
     for node in tree.body:

@@ -307,6 +307,8 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         for test in result["tests"]:
             assert set(test) >= {"name", "score", "max_score", "output", "visibility"}
             assert test.get("status") in ("passed", "failed", None) and test["visibility"] == "visible"
+    raised_page = (folder / "reports" / failed["student"] / f"{assignment.id}.html").read_text()
+    assert f"{float(failed['max_score']):g} / {float(failed['max_score']):g} (set by hand)" in raised_page
     page = (folder / "reports" / "reference" / f"{assignment.id}.html").read_text()
     assert f"graded by hand: {points:g} / {sum(assignment.written.values()):g}" in page
 

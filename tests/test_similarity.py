@@ -133,3 +133,13 @@ def test_three_hundred_submissions_compare_in_seconds(course):
     docs = [similarity.document((f"s{i:03d}", assignment.id), cells[i % len(cells)], given) for i in range(300)]
     similarity.compare(docs, course.similarity_threshold)
     assert time.monotonic() - started < 30      # about 5 s on one idle core
+
+
+def test_a_padded_or_deeply_nested_hand_in_costs_the_comparison_no_time_and_no_crash():
+    """A cell of 25,000 statements, or of code nested past the parser's depth, is read in
+    a moment and never stops the report (both were hours, or a crash, for the whole cohort)."""
+    started = time.process_time()
+    padded = similarity.document(("padded", "a"), {"softmax": "def softmax(z):\n    return z\n" + "_a = 1\n" * 25000})
+    deep = similarity.document(("deep", "a"), {"softmax": "x = a" + ".b" * 200000})
+    assert padded.prints and deep.key == ("deep", "a")
+    assert time.process_time() - started < 20

@@ -162,3 +162,24 @@ def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_vers
     names = {os.path.basename(p) for p in hashed}
     assert "plots.py" not in names and "plugin.py" not in names
     assert {"program.py", "student.py", "checks.py", "grading.py", "suites.py"} <= names
+
+
+def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():
+    """The grader parses every cell a student added: nesting past the parser's depth, or
+    megabytes of padding, is the student's cell not loading, never the grader's error."""
+    from selfcheck.program import definitions_only, defined_names
+    for code in ("x = a" + ".b" * 200000, "def f():\n    pass\n" + "a = 1\n" * 300000):
+        assert definitions_only(code) == "" and defined_names(code) == []
+
+
+def test_only_the_grader_names_a_mistake_never_the_student_s_own_error_text(course):
+    """A student's exception can say "Likely mistake: ..."; the cohort report must not count it."""
+    from autograder import mistake_ids
+    said = "Likely mistake: exp(z) overflows without subtracting the maximum first, giving nan."
+    forged = Check("t", "t", "hidden", 1, "error", f"t: softmax raised ValueError: {said}")
+    assert mistake_ids.identify(course.root, "softmax", forged) is None
+    real = Check("t", "t", "hidden", 1, "failed", f"softmax(z): expected 1, got nan. {said}")
+    relabelled = Check("t", "t", "hidden", 1, "failed",
+                       f"softmax raised ValueError: Likely mistake: the wrong axis. {real.message}")
+    assert mistake_ids.identify(course.root, "softmax", real) == \
+        mistake_ids.identify(course.root, "softmax", relabelled) is not None

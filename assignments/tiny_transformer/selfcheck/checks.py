@@ -14,7 +14,7 @@ EPS32 = float(np.finfo(np.float32).eps)     # 1.19e-7: the precision a float32 r
 FLOAT32_ULPS = 64       # measured: see `tolerance`
 RTOL = 1e-9             # float64 code, any order of summation
 ATOL = 1e-12
-_LIKELY = re.compile(r"Likely mistake: (.+?)(?:\.\s|\.$|$)")
+LIKELY = re.compile(r"Likely mistake: (.+?)(?:\.\s|\.$|$)")
 
 
 class CheckFailed(AssertionError):
@@ -241,7 +241,7 @@ def diagnoses(checks):
     counts = {}
     for check in checks:
         message = check.get("message", "")
-        found = _LIKELY.findall(message) + [hint for words, hint in _KNOWN.items() if words in message]
+        found = LIKELY.findall(message) + [hint for words, hint in _KNOWN.items() if words in message]
         for text in found:      # a diagnosis the input could not tell from others counts less
             counts[text] = counts.get(text, 0) + check.get("weight", 1) / (1 + text.count("; or "))
     return sorted(counts, key=lambda text: -counts[text])
