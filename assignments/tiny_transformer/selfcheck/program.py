@@ -121,8 +121,8 @@ def _runs(cell):
     return cell.get("cell_type") == "code" and not is_test(cell) and not gid.startswith(SKIP_PREFIXES)
 
 
-# a cell larger than this is padding, not an answer: parsing it would cost the grader gigabytes
-MAX_PARSED_CHARS = 1_000_000
+# a cell larger than this is padding, not an answer: parsing it costs the grader ~500 bytes a character
+MAX_PARSED_CHARS = 200_000
 
 
 def _parse(code):
