@@ -84,9 +84,10 @@ def test_entropy_extremes(student):
 
 
 def test_attend_shapes(student):
-    """attend(q, K, V) with 5 keys of width 3 and values of width 2: alpha has 5 weights summing to 1, output 2 numbers"""
+    """attend(q, K, V) with 5 keys of width 3 and values of width 2: 5 weights, scaled by sqrt(d_k) = sqrt(3), output 2 numbers"""
     rng = np.random.default_rng(1)
-    alpha, output = student.attend(rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=(5, 2)))
+    q, K, V = rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    alpha, output = student.attend(q, K, V)
     hints = [(np.shape(alpha) == (2,) and np.shape(output) == (5,), "the pair is (alpha, output), in that order"),
              (np.shape(alpha) == (3,) and np.allclose(alpha, ONE["alpha"]), "the answer does not depend on the "
               "input: the chapter's numbers are written in, not computed"),
@@ -96,6 +97,11 @@ def test_attend_shapes(student):
     that(np.shape(output) == (2,), f"output should have shape (2,) (the width of the values), got "
                                    f"{np.shape(output)}{hint}")
     close(np.sum(alpha), 1.0, "sum of alpha")
+    raw = K @ q             # the chapter's examples have as many keys as d_k: here they differ
+    weights = np.exp(raw / np.sqrt(3) - np.max(raw / np.sqrt(3)))
+    mistake = scale_mistake(alpha, raw, 3, n_keys=5)
+    close(alpha, weights / weights.sum(), "alpha for 5 keys of width 3", source="softmax of K q / sqrt(3)",
+          mistakes=[(mistake, alpha)] if mistake else [])
 
 
 def test_attend_leaves_its_inputs_alone(student):
