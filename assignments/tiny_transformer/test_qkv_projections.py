@@ -27,6 +27,8 @@ def _pair(result, what):
 
 def _mask_hint(weights):
     """The likely mistake that weights of a causal attention show, or None."""
+    if np.ndim(weights) != 2 or weights.shape[0] != weights.shape[1]:
+        return None         # not an n x n matrix of weights: the shape check says so
     n = weights.shape[0]
     above, sums = weights[np.triu_indices(n, k=1)], weights.sum(axis=-1)
     if np.all(above == 0) and np.all(sums < 1 + 1e-6) and not np.allclose(sums, 1.0):
