@@ -203,6 +203,10 @@ def cmd_cluster(course, args):
     """Make the cluster's CA and certificates; print where each goes and course.yaml's lines."""
     from autograder import cluster_certs
     folder = os.path.abspath(args.certs)
+    root = os.path.realpath(course.root)
+    if os.path.commonpath([os.path.realpath(folder), root]) == root:
+        raise CourseError(f"{args.certs} is inside the course folder, where `git add -A` would commit the "
+                          "keys: give a folder outside it (e.g. ~/attention-cluster)")
     try:
         made = cluster_certs.make(folder, course.course_id)
     except ImportError:

@@ -112,3 +112,11 @@ def test_a_plain_tcp_cluster_stops_grading_with_one_line_before_anything(tmp_pat
     assert "--cluster: tcp://127.0.0.1:8786 is not a tls:// address" in captured.err
     assert "start the scheduler and workers with TLS" in captured.err
     assert not out.exists()
+
+
+def test_the_clusters_keys_are_never_made_inside_the_course(capsys):
+    from autograder import cli
+    inside = os.path.join(config.ROOT, "data", "cluster-certs")
+    assert cli.main(["cluster", "--certs", inside]) == 2
+    assert "inside the course folder, where `git add -A` would commit the keys" in capsys.readouterr().err
+    assert not os.path.exists(inside)
