@@ -7,6 +7,7 @@
     course regrade [DIR]      grade again after a test fix; old and new scores per part
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
+    course cluster --certs DIR  the Dask cluster's CA and TLS certificates (README, "Bigger courses")
     course demo               release, build a demo cohort, grade it, print the table
     course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
@@ -198,6 +199,30 @@ def cmd_check(course, args):
     return 0 if all(p.status == "passed" for p in parts) else 1
 
 
+def cmd_cluster(course, args):
+    """Make the cluster's CA and certificates; print where each goes and course.yaml's lines."""
+    from autograder import cluster_certs
+    folder = os.path.abspath(args.certs)
+    root = os.path.realpath(course.root)
+    if os.path.commonpath([os.path.realpath(folder), root]) == root:
+        raise CourseError(f"{args.certs} is inside the course folder, where `git add -A` would commit the "
+                          "keys: give a folder outside it (e.g. ~/attention-cluster)")
+    try:
+        made = cluster_certs.make(folder, course.course_id)
+    except ImportError:
+        raise CourseError("course cluster needs the cluster extra: pip install -e '.[cluster]'") from None
+    print(f"{folder}: the cluster's certificates, valid {cluster_certs.VALID_DAYS} days; keys mode 600, "
+          "readable by this account only; the CA's key was not kept (a new set replaces this one whole)")
+    where = {"ca": "the scheduler's host, every worker node and here", "scheduler": "the scheduler's host",
+             "worker": "every worker node", "client": "here, for course grade (course.yaml's cluster_tls)"}
+    for role, paths in made.items():
+        names = ", ".join(os.path.basename(p) for p in ([paths] if role == "ca" else paths))
+        print(f"  {names:<34} {where[role]}")
+    print(f"in course.yaml:\ncluster_tls:\n  ca: {made['ca']}\n  cert: {made['client'][0]}\n"
+          f"  key: {made['client'][1]}")
+    return 0
+
+
 def cmd_demo(course, args):
     from autograder import cohort, reports
     folder = os.path.abspath(args.dir)
@@ -285,6 +310,8 @@ def main(argv=None):
                    help="where (default: <dir>/exchange); with --setup it is kept in course.yaml's exchange_root")
     c = sub.add_parser("check", help="run the public checks on a notebook")
     c.add_argument("notebook")
+    k = sub.add_parser("cluster", help="the Dask cluster's TLS certificates: its own CA, one per role")
+    k.add_argument("--certs", required=True, metavar="DIR", help="a new folder to write them into")
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
     d.add_argument("--dir", default="demo", help="working folder for the demo (default: demo/)")
     d.add_argument("--jobs", type=int, default=None)
@@ -302,6 +329,7 @@ def main(argv=None):
         course = config.load(args.config)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
                 "export": cmd_export, "report": cmd_report, "exchange": cmd_exchange, "check": cmd_check,
+                "cluster": cmd_cluster,
                 "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
     except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -14,6 +14,12 @@ them to another (each submission is recorded once, when its task finishes);
 a task that failed on the grader's side is retried as locally; a scheduler
 that goes away stops the batch as an interruption does, resumable.
 
+Trust: a worker runs whatever a client of its scheduler sends (``Client.run``),
+as root, so the cluster speaks only TLS with mutual authentication: the client
+shows course.yaml's ``cluster_tls`` certificate, signed by the cluster's CA
+(autograder/cluster_certs.py), and a plain tcp:// address is refused before
+anything connects.
+
 Dask is an optional extra (``pip install -e .[cluster]``): nothing here is
 imported unless a batch is given a cluster.
 """
@@ -144,20 +150,50 @@ class ClusterPool:
         self.client.close()
 
 
+def security(course, address):
+    """The client's side of the cluster's mutual TLS, from course.yaml's ``cluster_tls``, once its
+    files are there and its key is this account's alone (ClusterError with one line otherwise)."""
+    from distributed.security import Security
+    tls = course.cluster_tls
+    if tls is None:
+        raise ClusterError(f"{address}: {os.path.relpath(course.path)} has no cluster_tls, the CA, certificate "
+                           "and key this client shows the cluster (`course cluster --certs DIR` makes a set)")
+    where = f"{os.path.relpath(course.path)}: cluster_tls"
+    for key in ("ca", "cert", "key"):
+        if not os.path.isfile(getattr(tls, key)):
+            raise ClusterError(f"{where}.{key}: {getattr(tls, key)} does not exist")
+    held = os.stat(tls.key)
+    if held.st_uid != os.geteuid():
+        raise ClusterError(f"{where}.key: {tls.key} belongs to uid {held.st_uid}, not to this account: "
+                           "keep the key in a file of your own, mode 600")
+    if held.st_mode & 0o077:
+        raise ClusterError(f"{where}.key: {tls.key} is readable by other accounts (mode "
+                           f"{held.st_mode & 0o777:o}): chmod 600 {tls.key}")
+    return Security(tls_ca_file=tls.ca, tls_client_cert=tls.cert, tls_client_key=tls.key,
+                    require_encryption=True)
+
+
 def connect(course, address, timeout=10):
-    """A pool grading on the scheduler at ``address``, once every worker there has shown it grades
-    as this client does (ClusterError with one line otherwise)."""
+    """A pool grading on the scheduler at ``address``, over mutual TLS, once every worker there has
+    shown it grades as this client does (ClusterError with one line otherwise)."""
+    config.check_cluster_address("--cluster", address)
     try:
         from distributed import Client
+        from distributed.comm.core import FatalCommClosedError
     except ImportError:
         raise ClusterError("--cluster needs Dask: pip install -e '.[cluster]' (on the client and on "
                            "every worker)") from None
+    credentials = security(course, address)
     # the batch's own line says when the scheduler goes away; Dask's reconnection tracebacks would
     # bury it
     for name in ["distributed"] + [n for n in logging.root.manager.loggerDict if n.startswith("distributed.")]:
         logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
-        client = Client(address, timeout=timeout, set_as_default=False)
+        client = Client(address, timeout=timeout, set_as_default=False, security=credentials)
+    except FatalCommClosedError as exc:
+        raise ClusterError(f"the Dask scheduler at {address} and this client do not accept each other's "
+                           f"certificates ({exc}): cluster_tls must be of the set the cluster was started "
+                           "with") from None
     except (OSError, TimeoutError) as exc:
         raise ClusterError(f"no Dask scheduler answers at {address} ({exc})") from None
     pool = ClusterPool(course, address, client)

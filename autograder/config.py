@@ -53,6 +53,14 @@ class Assignment:
 
 
 @dataclass
+class ClusterTLS:
+    """What `course grade` shows a Dask cluster: the cluster's CA certificate, its own certificate and key."""
+    ca: str
+    cert: str
+    key: str
+
+
+@dataclass
 class Course:
     root: str
     path: str
@@ -63,7 +71,8 @@ class Course:
     assignments: list
     exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
     similarity_threshold: float = 0.5   # the cohort report flags pairs of hand-ins from this score
-    cluster: str = None            # a Dask scheduler's address `course grade` grades on; None: locally
+    cluster: str = None            # a Dask scheduler's tls:// address `course grade` grades on; None: locally
+    cluster_tls: ClusterTLS = None  # the client's credentials for that cluster
     db_url: str = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
 
     def assignment(self, assignment_id):
@@ -102,6 +111,25 @@ def _number(where, value, *, positive=False):
     return value
 
 
+def check_cluster_address(where, address):
+    """Refuse a Dask scheduler's address that is not TLS: on plain TCP anyone who reaches the port
+    runs code on the workers, which grade as root."""
+    if not address.startswith("tls://"):
+        raise ConfigError(f"{where}: {address} is not a tls:// address: on plain TCP anyone who reaches the "
+                          "scheduler's port can run code on its workers; start the scheduler and workers "
+                          "with TLS and give tls://HOST:PORT (README, \"Bigger courses\")")
+
+
+def _cluster_tls(where, raw, root):
+    _keys(where, raw, ("ca", "cert", "key"), ("ca", "cert", "key"))
+    paths = {}
+    for key, value in raw.items():
+        if not isinstance(value, str) or not value.strip():
+            raise ConfigError(f"{where}.{key}: must be a file's path, got {value!r}")
+        paths[key] = os.path.abspath(os.path.join(root, os.path.expanduser(os.path.expandvars(value))))
+    return ClusterTLS(**paths)
+
+
 def _notebook_cells(path):
     from selfcheck.program import NotebookError, grade_id, read_notebook
     try:
@@ -126,7 +154,7 @@ def load(path=None):
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
     _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "similarity_threshold",
-                     "cluster", "db_url"),
+                     "cluster", "cluster_tls", "db_url"),
           ("course_id", "limits", "assignments"))
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
@@ -137,6 +165,14 @@ def load(path=None):
     for key, what in (("cluster", "a Dask scheduler's address"), ("db_url", "an SQLAlchemy URL")):
         if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise ConfigError(f"{name}: {key}: must be {what}, got {raw[key]!r}")
+    cluster_tls = None
+    if raw.get("cluster_tls") is not None:
+        cluster_tls = _cluster_tls(f"{name}: cluster_tls", raw["cluster_tls"], root)
+    if raw.get("cluster") is not None:
+        check_cluster_address(f"{name}: cluster", raw["cluster"])
+        if cluster_tls is None:
+            raise ConfigError(f"{name}: cluster: needs cluster_tls, the CA, certificate and key this "
+                              "client shows the cluster (`course cluster --certs DIR` makes a set)")
     _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
           ("time_per_test", "time_per_part", "memory_mb"))
     time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
@@ -192,7 +228,7 @@ def load(path=None):
     return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
                   float(part_limit), assignments,
                   os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None,
-                  float(similar), raw.get("cluster"),
+                  float(similar), raw.get("cluster"), cluster_tls,
                   os.path.expandvars(raw["db_url"]) if raw.get("db_url") else None)
 
 

@@ -19,7 +19,7 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 import os
 
-from autograder import cohort_report, corpus, grading, release, reports
+from autograder import cohort_report, config, corpus, grading, release, reports
 from autograder.errors import CorpusMissing, NbgraderError
 
 
@@ -29,6 +29,8 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
     Only submissions that changed (or whose grader or suites changed) are graded, unless
     ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one; on the
     Dask scheduler at ``cluster`` when given (autograder/cluster.py)."""
+    if cluster:                  # a plain tcp:// address stops before anything is read or written
+        config.check_cluster_address("--cluster", cluster)
     release.require_released_points(course)
     out = os.path.abspath(out)
     refused = []

@@ -146,31 +146,57 @@ def ours(submitted, work, jobs):
 
 
 def on_dask(submitted, work, workers):
-    """Seconds of `course grade --cluster` with ``workers`` local Dask workers (None without Dask)."""
+    """Seconds of `course grade --cluster` with ``workers`` local Dask workers, over mutual TLS with
+    a set of `course cluster --certs`, started as README "Bigger courses" says (None without Dask)."""
     try:
         from distributed import Client
+
+        from autograder import cluster as dask_cluster, cluster_certs
     except ImportError:
         return None
     import signal
     import socket
+
+    import yaml
+    folder = os.path.join(work, f"dask-{workers}")
+    made = cluster_certs.make(os.path.join(folder, "certs"), "bench")
+
+    def tls(role):
+        return ["--tls-ca-file", made["ca"], "--tls-cert", made[role][0], "--tls-key", made[role][1]]
+    here = os.path.join(folder, "course")            # this course, with course.yaml's cluster_tls
+    os.makedirs(here)
+    for name in os.listdir(ROOT):
+        if name != "course.yaml":
+            os.symlink(os.path.join(ROOT, name), os.path.join(here, name))
+    with open(os.path.join(ROOT, "course.yaml")) as fh:
+        raw = yaml.safe_load(fh)
+    raw["cluster_tls"] = {"ca": made["ca"], "cert": made["client"][0], "key": made["client"][1]}
+    with open(os.path.join(here, "course.yaml"), "w") as fh:
+        yaml.safe_dump(raw, fh, sort_keys=False)
+    course = config.load(os.path.join(here, "course.yaml"))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    address = f"tcp://127.0.0.1:{port}"
+    address = f"tls://127.0.0.1:{port}"
     dask = os.path.join(BIN, "dask")
     logs = open(os.path.join(work, f"dask-{workers}.log"), "ab")
-    procs = [subprocess.Popen([dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
-                              stdout=logs, stderr=logs, start_new_session=True, env=_env())]
+    procs = [subprocess.Popen([dask, "scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
+                               "--no-dashboard", "--dashboard-address", "127.0.0.1:0", *tls("scheduler")],
+                              stdout=logs, stderr=logs, start_new_session=True,
+                              env=dict(_env(), DASK_TEMPORARY_DIRECTORY=tempfile.mkdtemp(dir=folder),
+                                       DASK_DISTRIBUTED__SCHEDULER__HTTP__ROUTES="['distributed.http.health']"))]
     try:
-        procs += [subprocess.Popen([dask, "worker", address, "--nthreads", "1", "--no-nanny", "--no-dashboard",
-                                    "--local-directory", os.path.join(work, f"dask-worker-{i}")],
+        procs += [subprocess.Popen([dask, "worker", address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
+                                    "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
+                                    "--local-directory", tempfile.mkdtemp(dir=folder), *tls("worker")],
                                    stdout=logs, stderr=logs, start_new_session=True, env=_env())
-                  for i in range(workers)]
-        with Client(address, timeout=60, set_as_default=False) as client:
+                  for _ in range(workers)]
+        with Client(address, timeout=60, set_as_default=False,
+                    security=dask_cluster.security(course, address)) as client:
             client.wait_for_workers(workers, timeout=120)
         out = os.path.join(work, f"course-dask{workers}")
-        took, proc = run([os.path.join(BIN, "course"), "grade", submitted, "--out", out, "--cluster", address],
-                         ROOT, _env())
+        took, proc = run([os.path.join(BIN, "course"), "--config", course.path, "grade", submitted, "--out", out,
+                          "--cluster", address], ROOT, _env())
         if proc.returncode != 0:
             raise SystemExit(f"course grade --cluster with {workers} worker(s) failed")
         return took

@@ -1,5 +1,6 @@
 """course.yaml is validated when loaded: each mistake stops with one line naming file and key."""
 
+import os
 import shutil
 
 import pytest
@@ -26,6 +27,9 @@ def edit(root, change):
     return path
 
 
+TLS = {"ca": "ca.pem", "cert": "client.pem", "key": "client-key.pem"}
+
+
 def first_part(data):
     assignment = next(iter(data["assignments"].values()))
     return assignment, next(iter(assignment["parts"].values()))
@@ -50,6 +54,12 @@ def test_the_course_loads(course):
     (lambda d: d["limits"].__setitem__("memory_mb", "lots"), ["memory_mb", "must be a number"]),
     (lambda d: d.__setitem__("similarity_threshold", 1.5), ["similarity_threshold", "at most 1", "1.5"]),
     (lambda d: d.__setitem__("similarity_threshold", "high"), ["similarity_threshold", "must be a number"]),
+    (lambda d: d.update(cluster="tcp://grader:8786", cluster_tls=TLS),
+     ["cluster", "tcp://grader:8786", "is not a tls:// address", "anyone who reaches"]),
+    (lambda d: d.update(cluster="tls://grader:8786"), ["cluster", "needs cluster_tls", "course cluster --certs"]),
+    (lambda d: d.update(cluster_tls={"ca": "ca.pem", "cert": "client.pem"}), ["cluster_tls.key", "missing"]),
+    (lambda d: d.update(cluster_tls=dict(TLS, ca=3)), ["cluster_tls.ca", "must be a file's path", "3"]),
+    (lambda d: d.update(cluster_tls=dict(TLS, password="x")), ["cluster_tls.password", "unknown key"]),
 ])
 def test_each_mistake_is_one_clear_line(course_copy, change, words):
     path = edit(course_copy, change)
@@ -77,11 +87,36 @@ def test_the_cli_reports_a_config_error_and_exits_2(course_copy, capsys):
 
 def test_cluster_and_gradebook_url_are_optional_and_checked(course_copy, monkeypatch):
     course = config.load(str(course_copy / "course.yaml"))
-    assert course.cluster is None and course.db_url is None
+    assert course.cluster is None and course.cluster_tls is None and course.db_url is None
     monkeypatch.setenv("GRADEBOOK_PASSWORD", "s3cret")
+    monkeypatch.setenv("CLUSTER_CERTS", "/etc/attention-cluster")
     course = config.load(str(edit(course_copy, lambda d: d.update(
-        cluster="tcp://grader:8786", db_url="postgresql+psycopg2://grader:${GRADEBOOK_PASSWORD}@db/attention"))))
-    assert course.cluster == "tcp://grader:8786"
+        cluster="tls://grader:8786", cluster_tls={"ca": "${CLUSTER_CERTS}/ca.pem", "cert": "certs/client.pem",
+                                                  "key": "~/client-key.pem"},
+        db_url="postgresql+psycopg2://grader:${GRADEBOOK_PASSWORD}@db/attention"))))
+    assert course.cluster == "tls://grader:8786"
+    assert course.cluster_tls == config.ClusterTLS("/etc/attention-cluster/ca.pem",
+                                                   str(course_copy / "certs" / "client.pem"),
+                                                   os.path.expanduser("~/client-key.pem"))
     assert course.db_url == "postgresql+psycopg2://grader:s3cret@db/attention"
     with pytest.raises(config.ConfigError, match=r"cluster: must be a Dask scheduler's address"):
         config.load(str(edit(course_copy, lambda d: d.update(cluster=8786))))
+
+
+def test_a_plain_tcp_cluster_stops_grading_with_one_line_before_anything(tmp_path, capsys):
+    from autograder import cli
+    out = tmp_path / "out"
+    assert cli.main(["grade", str(tmp_path), "--out", str(out), "--cluster", "tcp://127.0.0.1:8786"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1
+    assert "--cluster: tcp://127.0.0.1:8786 is not a tls:// address" in captured.err
+    assert "start the scheduler and workers with TLS" in captured.err
+    assert not out.exists()
+
+
+def test_the_clusters_keys_are_never_made_inside_the_course(capsys):
+    from autograder import cli
+    inside = os.path.join(config.ROOT, "data", "cluster-certs")
+    assert cli.main(["cluster", "--certs", inside]) == 2
+    assert "inside the course folder, where `git add -A` would commit the keys" in capsys.readouterr().err
+    assert not os.path.exists(inside)
