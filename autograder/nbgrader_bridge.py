@@ -326,11 +326,19 @@ def stage(submitted, out, student, assignment, notebook, stub, use_stub=False):
     (``use_stub``) or cannot be copied as a plain file: nbgrader then records
     the verdicts (:class:`ApplyResults`) without reading what was handed in. In
     place (``submitted`` is ``out/submitted``) such a notebook is first moved
-    aside to ``<notebook>.refused``."""
+    aside to ``<notebook>.refused``. nbgrader records the submission time that
+    collect wrote (:func:`submission_time.read`), or none when it cannot be read
+    (in place, the unreadable ``timestamp.txt`` is moved aside too), so a
+    submission's score is the same in the gradebook as in every other export."""
+    from autograder import submission_time
     src = os.path.join(submitted, student, assignment)
     dest = os.path.join(out, "submitted", student, assignment)
     target = os.path.join(dest, notebook)
+    when = submission_time.read(src)
     if os.path.abspath(src) == os.path.abspath(dest):
+        stamp = os.path.join(dest, submission_time.NAME)
+        if when is None and os.path.lexists(stamp):
+            os.replace(stamp, stamp + ".refused")
         if use_stub or os.path.islink(target):
             if os.path.lexists(target):
                 os.replace(target, target + ".refused")

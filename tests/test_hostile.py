@@ -329,7 +329,7 @@ def test_collect_never_follows_a_link(course, tmp_path):
     collect.copy_files()
     submitted = tmp_path / "submitted"
     assert sorted(os.listdir(submitted)) == ["alice", "nobody"], os.listdir(submitted)
-    assert os.listdir(submitted / "alice" / "attention") == ["attention.ipynb"]
+    assert sorted(os.listdir(submitted / "alice" / "attention")) == ["attention.ipynb", "timestamp.txt"]
     for folder, _, files in os.walk(submitted):
         assert not any(os.path.islink(os.path.join(folder, f)) for f in files)
 
