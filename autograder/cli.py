@@ -151,7 +151,8 @@ def cmd_report(course, args):
 
 
 def cmd_exchange(course, args):
-    from autograder import nbgrader_bridge
+    """Set up (--setup) or check nbgrader's exchange, and that the course folder is the instructor's alone."""
+    from autograder import exchange, nbgrader_bridge, private
     out = os.path.abspath(args.dir)
     if args.root and os.path.abspath(args.root) != nbgrader_bridge.exchange_root(course, out):
         if not args.setup:
@@ -162,18 +163,22 @@ def cmd_exchange(course, args):
         course = config.write_exchange_root(course, args.root)
         print(f"{os.path.relpath(course.path)}: exchange_root: {course.exchange_root} (nbgrader's "
               "release_assignment, collect and release_feedback read it from there)")
-    nbgrader_bridge.write_course_folder(course, out)
+    root = nbgrader_bridge.exchange_root(course, out)
     if args.setup:
-        made = nbgrader_bridge.setup_exchange(course, out)
-        for path, mode in made.items():
-            print(f"{oct(mode)[2:]:>5}  {path}")
-    problems = nbgrader_bridge.check_exchange(course, out)
+        nbgrader_bridge.write_course_folder(course, out)
+        private.make(course.root)
+        for path in dict.fromkeys((course.root, out)):
+            print(f"{private.PRIVATE:>5o}  {path} (the course folder: yours alone)")
+        for path, mode in exchange.setup(course, out).items():
+            print(f"{mode:>5o}  {path}")
+    problems = exchange.problems(course, out) + private.problems(course, out)
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
     if not problems:
-        root = nbgrader_bridge.exchange_root(course, out)
-        print(f"exchange ready: {root} (students: --Exchange.root={root} "
-              f"--course={course.course_id})")
+        print(f"exchange ready: {root} (students: --Exchange.root={root} --course={course.course_id})")
+    if any(os.path.realpath(root).startswith(os.path.realpath(f) + os.sep) for f in (course.root, out)):
+        print("note: the exchange is inside the course folder, which no other account can reach: "
+              "students with accounts of their own need `course exchange --setup --root DIR` outside it")
     return 1 if problems else 0
 
 

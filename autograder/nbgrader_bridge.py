@@ -27,7 +27,7 @@ import warnings
 from traitlets import Unicode
 from traitlets.config import Config
 
-from autograder.errors import NbgraderError
+from autograder.errors import CourseError, NbgraderError
 
 # nbgrader runs `alembic` from PATH to open a gradebook: make it this interpreter's.
 _BIN = os.path.dirname(sys.executable)
@@ -81,15 +81,21 @@ def configure(c, out=None, course_yaml=None):
     """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``.
 
     nbgrader's own generate_assignment (the command, formgrader's Generate button) also adds
-    the self-check kit there, so its release is the one `course release` makes.
+    the self-check kit there, so its release is the one `course release` makes. Whatever the
+    command writes there (collect's ``submitted/``, autograde's ``autograded/`` and gradebook,
+    generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``.
     """
     from nbgrader.converters import GenerateAssignment
-    from autograder import config
+    from autograder import config, private
     try:
         course = config.load(course_yaml)
     except config.ConfigError as exc:
         _refuse(c, str(exc))
         return
+    try:
+        private.make(out or course.root)
+    except CourseError as exc:      # another's folder: nbgrader's own permissions decide
+        print(f"warning: {exc}", file=sys.stderr)
     c.merge(settings(course, out))
     c.GenerateAssignment.preprocessors = (list(GenerateAssignment.class_traits()["preprocessors"].default())
                                           + ["autograder.nbgrader_bridge.AddSelfCheckKit"])
@@ -112,8 +118,10 @@ def _refuse(c, problem):
 
 
 def write_course_folder(course, out):
-    """Make ``out`` an nbgrader course folder (formgrader, ``nbgrader export``) for this course."""
-    os.makedirs(out, exist_ok=True)
+    """Make ``out`` an nbgrader course folder (formgrader, ``nbgrader export``) for this course,
+    private to its instructor (:mod:`autograder.private`)."""
+    from autograder import private
+    private.make(out)
     if os.path.abspath(out) == os.path.abspath(course.root):
         return
     with open(os.path.join(out, "nbgrader_config.py"), "w") as fh:
@@ -326,11 +334,19 @@ def stage(submitted, out, student, assignment, notebook, stub, use_stub=False):
     (``use_stub``) or cannot be copied as a plain file: nbgrader then records
     the verdicts (:class:`ApplyResults`) without reading what was handed in. In
     place (``submitted`` is ``out/submitted``) such a notebook is first moved
-    aside to ``<notebook>.refused``."""
+    aside to ``<notebook>.refused``. nbgrader records the submission time that
+    collect wrote (:func:`submission_time.read`), or none when it cannot be read
+    (in place, the unreadable ``timestamp.txt`` is moved aside too), so a
+    submission's score is the same in the gradebook as in every other export."""
+    from autograder import submission_time
     src = os.path.join(submitted, student, assignment)
     dest = os.path.join(out, "submitted", student, assignment)
     target = os.path.join(dest, notebook)
+    when = submission_time.read(src)
     if os.path.abspath(src) == os.path.abspath(dest):
+        stamp = os.path.join(dest, submission_time.NAME)
+        if when is None and os.path.lexists(stamp):
+            os.replace(stamp, stamp + ".refused")
         if use_stub or os.path.islink(target):
             if os.path.lexists(target):
                 os.replace(target, target + ".refused")
@@ -339,7 +355,8 @@ def stage(submitted, out, student, assignment, notebook, stub, use_stub=False):
     if os.path.exists(dest):
         shutil.rmtree(dest)
     os.makedirs(dest)
-    _copy_regular(os.path.join(src, "timestamp.txt"), os.path.join(dest, "timestamp.txt"), 200)
+    if when is not None:
+        submission_time.write(dest, when)
     if use_stub or not _copy_regular(os.path.join(src, notebook), target, 64 << 20):
         shutil.copy(stub, target)
 
@@ -411,42 +428,8 @@ def set_manual_grade(course, out, student, assignment_id, cell, score, comment=N
 # --- the exchange: release, fetch, submit, collect, release_feedback ---------------------------
 
 def exchange_root(course, out=None):
+    """Where nbgrader's exchange is (:mod:`autograder.exchange` sets it up and checks it)."""
     return settings(course, out).Exchange.root
-
-
-def setup_exchange(course, out=None):
-    """Create nbgrader's exchange for this course with the permissions nbgrader expects.
-
-    ``<root>`` is world-writable with the sticky bit off, as nbgrader's
-    release checks; ``<root>/<course>/inbound`` is ``2733``: every student can
-    drop a submission in, nobody but the instructor can list or read what the
-    others handed in; ``outbound`` (releases) is ``755``; ``feedback`` is
-    ``711`` (a student reaches only the folder named by their own hash).
-    Returns {path: mode} of what it made.
-    """
-    root = exchange_root(course, out)
-    course_dir = os.path.join(root, course.course_id)
-    modes = {root: 0o777, course_dir: 0o755, os.path.join(course_dir, "outbound"): 0o755,
-             os.path.join(course_dir, "inbound"): 0o2733, os.path.join(course_dir, "feedback"): 0o711}
-    for path, mode in modes.items():
-        os.makedirs(path, exist_ok=True)
-        os.chmod(path, mode)
-    return modes
-
-
-def check_exchange(course, out=None):
-    """Problems with the exchange's permissions, as lines (empty when it is right)."""
-    import stat
-    problems = []
-    inbound = os.path.join(exchange_root(course, out), course.course_id, "inbound")
-    if not os.path.isdir(inbound):
-        return [f"{inbound}: missing (run `course exchange --setup`)"]
-    mode = stat.S_IMODE(os.stat(inbound).st_mode)
-    if mode & stat.S_IROTH or mode & stat.S_IRGRP:
-        problems.append(f"{inbound}: mode {oct(mode)} lets students list each other's submissions")
-    if not mode & stat.S_IWOTH:
-        problems.append(f"{inbound}: mode {oct(mode)} does not let students submit")
-    return problems
 
 
 def generate_feedback(course, assignment, out, student_id="*"):

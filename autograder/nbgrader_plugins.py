@@ -9,7 +9,10 @@ Both are configured for the course (``nbgrader_bridge.settings``), so plain
   text), and refuses a hand-in whose folder belongs neither to the student it
   names nor to the instructor collecting (nbgrader only warns): a student who
   submits as someone else is left out, and that student's own latest hand-in
-  is collected instead.
+  is collected instead. A hand-in it cannot collect (a name nbgrader cannot
+  parse, a file, a link) is left out with a warning, never stopping the
+  others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
+  never the one the student wrote.
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
   csv module, every text field spreadsheet-safe (a student id starting with
   ``=`` cannot become a formula; a comma in a name cannot shift a column).
@@ -29,10 +32,13 @@ import stat
 
 import bleach
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
-from nbgrader.api import MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors.base import NbGraderPreprocessor
+from nbgrader.utils import check_mode, parse_utc
+
+from autograder import submission_time
 
 try:
     import pwd
@@ -41,32 +47,104 @@ except ImportError:  # pragma: no cover - not on Windows
 
 
 class SafeCollect(ExchangeCollect):
-    """nbgrader's collect, never following links and refusing hand-ins under another's name."""
+    """nbgrader's collect, for an inbound folder where every account may put anything: a hand-in
+    that cannot be collected is left out with a warning naming it, links are never followed,
+    a hand-in under another's name is refused, and each hand-in's time is the exchange's."""
 
-    def _refusal(self, path, username):
-        """Why a hand-in must not be collected, or None (checked again on the open folder)."""
-        if os.path.islink(path):
-            return "it is a symbolic link"
-        return self._refusal_of(os.lstat(path).st_uid, username)
+    def _record(self, path):
+        """nbgrader's record of a hand-in (``username``, ``filename``, ``timestamp``), with the
+        time the exchange saw it (:func:`autograder.submission_time.seen`) rather than the one
+        its student wrote; ValueError saying why it cannot be collected."""
+        name = os.path.basename(path)
+        fields = name.rsplit("+", 3)
+        if len(fields) < 3 or fields[1] != self.coursedir.assignment_id:
+            raise ValueError("its name is not <student>+<assignment>+<time>+<random>, as nbgrader's "
+                             "submit makes it")
+        username = fields[0]
+        if username in ("", ".", "..") or set(username) & set("*+") or not username.isprintable():
+            raise ValueError(f"{username!r} is not a student id nbgrader's submit would write")
+        try:
+            parse_utc(fields[2])
+        except (ValueError, OverflowError, TypeError):
+            raise ValueError(f"the time in its name, {fields[2]!r}, is not a time") from None
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            raise ValueError("it is a symbolic link")
+        why = self._refusal_of(info.st_uid, username)
+        if why:
+            raise ValueError(why)
+        return {"username": username, "filename": name, "timestamp": submission_time.seen(path)}
 
     def init_src(self):
-        super().init_src()           # nbgrader's checks, and the due date
-        pattern = os.path.join(self.inbound_path, f"{self.coursedir.student_id or '*'}+"
-                                                  f"{self.coursedir.assignment_id}+*")
+        """nbgrader's init_src (0.9.6) on :meth:`_record`'s records: each student's latest
+        hand-in, or their latest before the due date with ``--before-duedate``, by the
+        exchange's times. nbgrader's stops at the first name it cannot parse, so any account
+        could stop the class's collect."""
+        if self.coursedir.course_id == "":
+            self.fail("No course id specified. Re-run with --course flag.")
+        self.course_path = os.path.join(self.root, self.coursedir.course_id)
+        self.inbound_path = os.path.join(self.course_path, "inbound")
+        if not os.path.isdir(self.inbound_path):
+            self.fail(f"Course not found: {self.inbound_path}")
+        if not check_mode(self.inbound_path, read=True, execute=True):
+            self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
+        with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
+            try:
+                self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
+            except MissingEntry:
+                self.duedate = None
+        pattern = os.path.join(glob.escape(self.inbound_path), f"{self.coursedir.student_id or '*'}+"
+                                                             f"{glob.escape(self.coursedir.assignment_id)}+*")
         accepted = {}
-        for path in glob.glob(pattern):
-            record = self._path_to_record(path)
-            why = self._refusal(path, record["username"])
-            if why:
-                self.log.warning("Not collecting %s: %s", path, why)
-            else:
-                accepted.setdefault(record["username"], []).append(record)
+        for path in sorted(glob.glob(pattern)):
+            try:
+                record = self._record(path)
+            except (ValueError, OSError) as exc:
+                self.log.warning("Not collecting %r: %s", path, exc)
+                continue
+            accepted.setdefault(record["username"], []).append(record)
         self.src_records = []
         for records in accepted.values():
             records = self._sort_by_timestamp(records)
             if self.duedate is not None and self.before_duedate:
                 records = [r for r in records if r["timestamp"] <= self.duedate] or records
             self.src_records.append(records[0])
+
+    def copy_files(self):
+        """nbgrader's copy_files (0.9.6), deciding by the exchange's times, and recording the
+        time in the collected submission's ``timestamp.txt``, where autograde reads it: the
+        hand-in's latest ctime once it is copied, so a change made while it was copied counts."""
+        aid, course_id = self.coursedir.assignment_id, self.coursedir.course_id
+        if not self.src_records:
+            self.log.warning("No submissions of '%s' for course '%s' to collect", aid, course_id)
+        else:
+            self.log.info("Processing %d submissions of '%s' for course '%s'", len(self.src_records), aid,
+                          course_id)
+        for rec in self.src_records:
+            student, src = rec["username"], os.path.join(self.inbound_path, rec["filename"])
+            dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, aid)
+            if os.path.isdir(dest):
+                existing = submission_time.read(dest)
+                newer = existing is None or rec["timestamp"] > existing
+                if not (self.update and newer) and not (self.before_duedate and existing != rec["timestamp"]):
+                    self.log.info("No newer submission to collect: %s %s" if self.update else
+                                  "Submission already exists, use --update to update: %s %s", student, aid)
+                    continue
+                self.log.info("Updating submission: %s %s", student, aid)
+                shutil.rmtree(dest)
+            else:
+                self.log.info("Collecting submission: %s %s", student, aid)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            self.do_copy(src, dest)
+            if not os.path.isdir(dest):
+                continue                # refused, and said why
+            try:
+                when = max(rec["timestamp"], submission_time.seen(src))
+            except (ValueError, OSError) as exc:
+                self.log.warning("Not collecting %r: %s", src, exc)
+                shutil.rmtree(dest)
+                continue
+            submission_time.write(dest, when)
 
     def do_copy(self, src, dest, log=None):
         """Copy a hand-in through file descriptors, opened without following links, so a link

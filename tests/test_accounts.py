@@ -33,7 +33,7 @@ def can(f, *a):
         return True
     except OSError:
         return False
-print(json.dumps({p: {"list": can(os.listdir, p), "read": can(lambda q: open(q).read(), p)}
+print(json.dumps({p: {"list": can(os.listdir, p), "read": can(lambda q: open(q, "rb").read(), p)}
                   for p in sys.argv[1:]}))
 """
 

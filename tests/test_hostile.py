@@ -298,11 +298,11 @@ def test_collect_never_follows_a_link(course, tmp_path):
     """nbgrader collect, as the course configures it: a hand-in that is a link, or becomes one
     between listing and copying, or holds links, or is owned by another user, never brings in
     anything but the student's own regular files."""
-    from autograder import nbgrader_bridge
+    from autograder import exchange, nbgrader_bridge
     from autograder.nbgrader_plugins import SafeCollect
     from nbgrader.coursedir import CourseDirectory
     root = tmp_path / "exchange"
-    nbgrader_bridge.setup_exchange(course, str(tmp_path))      # the exchange is <folder>/exchange
+    exchange.setup(course, str(tmp_path))      # the exchange is <folder>/exchange
     inbound = root / course.course_id / "inbound"
     solutions = course.source(course.assignment("attention"))
     stamp = "2026-12-01 10:00:00.000000 UTC"
@@ -329,7 +329,7 @@ def test_collect_never_follows_a_link(course, tmp_path):
     collect.copy_files()
     submitted = tmp_path / "submitted"
     assert sorted(os.listdir(submitted)) == ["alice", "nobody"], os.listdir(submitted)
-    assert os.listdir(submitted / "alice" / "attention") == ["attention.ipynb"]
+    assert sorted(os.listdir(submitted / "alice" / "attention")) == ["attention.ipynb", "timestamp.txt"]
     for folder, _, files in os.walk(submitted):
         assert not any(os.path.islink(os.path.join(folder, f)) for f in files)
 

@@ -1,0 +1,119 @@
+"""nbgrader's exchange on a server shared with the students' accounts: the owner and mode of each level.
+
+Every account may write the exchange's root, so whoever may rename an entry in it may put a
+course folder of their own in the course's place, with releases (and feedback) of their
+choosing. The root is therefore ``1777``, sticky as ``/tmp`` is: only an entry's owner may
+rename or remove it. Below it everything is the instructor's (the account that runs
+``course exchange --setup`` and nbgrader's release and collect):
+
+==========================  ======  ==================================================
+``<root>``                  1777    root's or the instructor's
+``<root>/<course>``         0755    students list it; only the instructor changes it
+``<root>/<course>/outbound``  0755  the releases students fetch
+``<root>/<course>/inbound``   2733  students hand in, and cannot list the hand-ins
+``<root>/<course>/feedback``  0711  a student reaches only the page named for them
+==========================  ======  ==================================================
+
+and no folder above the root may be changed by another account. nbgrader 0.9.6 works with
+the sticky root: its release_assignment compares only the root's ``0777`` bits with the
+``0777`` it wants (and would chmod it to ``0777``, dropping the sticky bit, were they
+different), and fetch, submit, collect and the feedback commands only check that they may
+read or write it. Its release_assignment and release_feedback refuse a course or feedback
+folder the instructor does not own; :func:`problems` says so before they do, level by level.
+"""
+
+import contextlib
+import os
+import stat
+
+from autograder.nbgrader_bridge import exchange_root
+from autograder.private import account
+
+# (path below the root, mode, why that mode)
+LEVELS = (
+    ("", 0o1777, "every account may add its own entries, only an entry's owner may rename or remove it"),
+    ("{course}", 0o755, "students may look in, only you may change what is in it"),
+    ("{course}/outbound", 0o755, "students fetch the releases, only you may change them"),
+    ("{course}/inbound", 0o2733, "students may hand in, and cannot list (so find and read) each other's hand-ins"),
+    ("{course}/feedback", 0o711, "a student reaches only the page named for their own hand-in"),
+)
+
+
+def levels(course, out=None):
+    """(path, mode, why) of each level of the course's exchange, the root first."""
+    root = exchange_root(course, out)
+    return [(os.path.join(root, below.format(course=course.course_id)) if below else root, mode, why)
+            for below, mode, why in LEVELS]
+
+
+def _owners(path, root):
+    """The accounts that may own ``path``: the instructor, and root for the exchange's root."""
+    return {os.geteuid(), 0} if path == root else {os.geteuid()}
+
+
+def setup(course, out=None):
+    """Create the exchange's levels (where missing) and give each its mode; returns {path: mode}
+    of the levels set. A level that is a link, not a folder, or owned by another account is
+    left as it is (:func:`problems` names it): setting its mode would make another's folder
+    look like the course's."""
+    made = {}
+    root = exchange_root(course, out)
+    for path, mode, _ in levels(course, out):
+        with contextlib.suppress(FileExistsError):
+            os.makedirs(path)
+        info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid not in _owners(path, root):
+            break
+        try:
+            os.chmod(path, mode)
+        except PermissionError:     # a root that root owns, set up by an instructor: problems() says so
+            continue
+        made[path] = mode
+    return made
+
+
+def problems(course, out=None):
+    """What is wrong with the exchange's owners and modes, one line each (empty when nothing is)."""
+    root = exchange_root(course, out)
+    lines = _above(root)
+    me = account(os.geteuid())
+    fix = "`course exchange --setup` sets it"
+    for path, mode, why in levels(course, out):
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return lines + [f"{path}: missing (run `course exchange --setup`)"]
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
+            return lines + [f"{path}: {what}, owned by {account(info.st_uid)}: students would fetch and hand "
+                            f"in wherever its owner chooses; remove it and run `course exchange --setup`"]
+        if info.st_uid not in _owners(path, root):
+            owners = " or ".join(sorted({account(u) for u in _owners(path, root)}))
+            return lines + [f"{path}: owned by {account(info.st_uid)}, not by {owners}: that account may change "
+                            f"what students fetch and hand in; remove it (it is not yours) and run "
+                            f"`course exchange --setup`"]
+        if stat.S_IMODE(info.st_mode) != mode:
+            hint = fix if info.st_uid == os.geteuid() or os.geteuid() == 0 else \
+                f"ask {account(info.st_uid)} to `chmod {mode:o} {path}` (you are {me})"
+            lines.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, not {mode:04o}, which it needs "
+                         f"because {why}; {hint}")
+    return lines
+
+
+def _above(root):
+    """Problems with the folders above the root: another account that may change one may replace
+    the exchange below it."""
+    lines = []
+    path = os.path.dirname(os.path.realpath(root))
+    while True:
+        with contextlib.suppress(FileNotFoundError):
+            info = os.stat(path)
+            if info.st_uid not in (0, os.geteuid()):
+                lines.append(f"{path}: owned by {account(info.st_uid)}, who may replace the exchange below it; "
+                             "keep the exchange under folders only root or you own")
+            elif info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+                lines.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o} lets other accounts replace the "
+                             "exchange below it; keep it under folders only root or you may change")
+        if path == os.path.dirname(path):
+            return lines
+        path = os.path.dirname(path)
