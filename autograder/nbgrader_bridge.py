@@ -158,7 +158,8 @@ def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
         try:
             app.start()
         except Exception as exc:  # nbgrader raises after finishing the others
-            command = re.sub(r"(?<!^)(?=[A-Z])", "_", converter_cls.__name__).lower()
+            ours = next(c for c in converter_cls.__mro__ if c.__module__.startswith("nbgrader."))
+            command = re.sub(r"(?<!^)(?=[A-Z])", "_", ours.__name__).lower()
             log = stream.getvalue()
             # nbgrader's exception only points at "the above traceback": its log's first specific
             # error is the cause (e.g. no cells may be added once there are submissions)

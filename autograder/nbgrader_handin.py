@@ -6,8 +6,9 @@ formgrader serves on the Jupyter origin) and opens the notebook, following links
 and opening FIFOs and devices. So a ``submitted/<s>/<a>`` linked to ``solutions/<a>`` was
 graded as the solution and its text shown in the feedback page. These converters hand nbgrader a
 private staged copy of what it reads instead, made by :func:`read_handin`: per hand-in the notebook
-and the timestamp, read through the reader, and nothing else (a hand-in carries only what the
-release declares, and nbgrader copies the release's support files into ``autograded/`` itself).
+(with the release's nbgrader metadata, :func:`as_released`) and the timestamp, read through the
+reader, and nothing else (a hand-in carries only what the release declares, and nbgrader copies
+the release's support files into ``autograded/`` itself).
 
 * At autograde, a notebook that is refused or that the course cannot read is staged as the
   released stub, so nbgrader records the course grader's verdicts (:class:`ApplyResults` grades
@@ -21,7 +22,9 @@ from its configuration, so :func:`install` (run by every course folder's ``nbgra
 puts these in their place.
 """
 
+import copy
 import fnmatch
+import json
 import os
 import re
 import tempfile
@@ -29,19 +32,38 @@ import tempfile
 from nbgrader.converters import Autograde, GenerateFeedback
 
 from autograder import handin
-from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, parse_notebook, read_notebook
+from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook
 
 TIMESTAMP = "timestamp.txt"
 MAX_TIMESTAMP_BYTES = 200
 
 
-def _problem(raw, release):
-    """Why the notebook ``raw`` cannot be this release's hand-in, or None (as grading decides)."""
+def as_released(raw, release):
+    """The notebook ``raw`` as nbgrader may read it, and why it cannot be this release's hand-in
+    (None when it can), as grading decides.
+
+    Its cells carry the release's nbgrader metadata (grade id, flags, points), never their own:
+    the first cell with a grade id of the release keeps its place and the student's source,
+    and a later cell with the same id, a cell whose id the release does not have or whose type
+    changed is a plain cell (grading, too, takes the first and ignores the others). So nbgrader's
+    gradebook holds the release's points and the course grader's verdicts for every hand-in."""
     from autograder.grading import which_notebook
     try:
-        return which_notebook(parse_notebook(raw), release)
+        nb = parse_notebook(raw)
     except NotebookError as exc:
-        return str(exc)
+        return None, str(exc)
+    problem = which_notebook(nb, release)
+    if problem:
+        return None, problem
+    released = {grade_id(c): c for c in release["cells"] if grade_id(c)}
+    seen = set()
+    for cell in nb["cells"]:
+        gid = grade_id(cell)
+        cell.get("metadata", {}).pop("nbgrader", None)
+        if gid in released and gid not in seen and cell["cell_type"] == released[gid]["cell_type"]:
+            cell.setdefault("metadata", {})["nbgrader"] = copy.deepcopy(released[gid]["metadata"]["nbgrader"])
+            seen.add(gid)
+    return json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-8"), None
 
 
 def read_handin(base, student, assignment, release_dir, stub=True):
@@ -62,13 +84,13 @@ def read_handin(base, student, assignment, release_dir, stub=True):
                 continue
             released = os.path.join(release_dir, name)
             try:
-                raw = handin.read_at(fd, name, MAX_NOTEBOOK_BYTES, f"{shown}/{name}")
-                why = _problem(raw, read_notebook(released))
+                data, why = as_released(handin.read_at(fd, name, MAX_NOTEBOOK_BYTES, f"{shown}/{name}"),
+                                        read_notebook(released))
                 why = why and f"{shown}/{name}: {why}"
             except handin.Refused as exc:
                 why = str(exc)
             if why is None:
-                files[name] = raw
+                files[name] = data
                 continue
             problems.append((name, why))
             if stub:
