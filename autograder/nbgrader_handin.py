@@ -70,8 +70,8 @@ def read_handin(base, student, assignment, release_dir, stub=True):
     """The hand-in ``base/<student>/<assignment>`` as nbgrader may read it: the release's
     notebooks and the timestamp, read through the reader, and nothing else.
 
-    Returns ``(files, problems, left_out)``: ``{name: bytes}``, ``[(notebook, why)]`` of the
-    notebooks refused or unreadable (staged as the released one with ``stub``, else left out),
+    Returns ``(files, problems, left_out)``: ``{name: bytes}``, why each notebook refused or
+    unreadable was not read (staged as the released one with ``stub``, else left out),
     and the paths of the hand-in's files the release does not declare (the release's own support
     files nbgrader copies from the course). Raises handin.Refused for the folder."""
     notebooks = sorted(n for n in os.listdir(release_dir) if n.endswith(".ipynb"))
@@ -92,7 +92,7 @@ def read_handin(base, student, assignment, release_dir, stub=True):
             if why is None:
                 files[name] = data
                 continue
-            problems.append((name, why))
+            problems.append(why)
             if stub:
                 with open(released, "rb") as fh:
                     files[name] = fh.read()
@@ -168,7 +168,7 @@ class _Staged:
             except handin.Refused as exc:
                 self.log.warning("Not reading %s/%s: %s", shown, assignment, exc)
                 continue
-            for name, why in problems:
+            for why in problems:
                 self.log.warning("%s; %s", why, "the released notebook stands in for it, with the "
                                  "course grader's verdicts" if self._stub else "left out")
             if left_out:
