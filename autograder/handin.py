@@ -123,11 +123,13 @@ def listing(fd, prefix=""):
     return found
 
 
-def undeclared(fd, keep):
-    """The paths below the folder open at ``fd`` that are neither in ``keep`` nor a folder of it."""
+def left_out(fd, keep):
+    """The paths below the folder open at ``fd`` that a copy keeping ``keep`` leaves out: those
+    neither in ``keep`` nor a folder of it, and whatever is not a regular file or a folder."""
     folders = {os.path.dirname(path) for path in keep}
     return sorted(path for path, kind in listing(fd).items()
-                  if path not in keep and not (kind == "folder" and path in folders))
+                  if kind not in ("file", "folder")
+                  or (path not in keep and not (kind == "folder" and path in folders)))
 
 
 def declared(release):

@@ -104,7 +104,7 @@ def read_handin(base, student, assignment, release_dir, stub=True):
                 files[TIMESTAMP] = stamp
             except handin.Refused as exc:
                 left_out.append(f"{TIMESTAMP} ({exc})")
-        left_out += handin.undeclared(fd, handin.declared(release_dir))
+        left_out += handin.left_out(fd, handin.declared(release_dir))
     return files, problems, left_out
 
 
