@@ -104,7 +104,7 @@ def read_handin(base, student, assignment, release_dir, stub=True):
                 files[TIMESTAMP] = stamp
             except handin.Refused as exc:
                 left_out.append(f"{TIMESTAMP} ({exc})")
-        left_out += handin.left_out(fd, handin.declared(release_dir))
+        left_out += [p for p in handin.left_out(fd, handin.declared(release_dir)) if p not in notebooks]
     return files, problems, left_out
 
 
@@ -172,8 +172,8 @@ class _Staged:
                 self.log.warning("%s; %s", why, "the released notebook stands in for it, with the "
                                  "course grader's verdicts" if self._stub else "left out")
             if left_out:
-                self.log.warning("Left out of %s/%s (not part of the release): %s", shown, assignment,
-                                 ", ".join(left_out))
+                self.log.warning("Left out of %s/%s (not a regular file of the release): %s", shown,
+                                 assignment, ", ".join(left_out))
             if any(name.endswith(".ipynb") for name in files):
                 write(os.path.join(staged, student, assignment), files)
 

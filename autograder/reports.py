@@ -102,7 +102,7 @@ def summary(batch, course=None):
     for name, why in getattr(batch, "refused", []):
         lines.append(f"  - folder {name!r} left out: {why}")
     for line in getattr(batch, "left_out", []):
-        lines.append(f"  - left out of {line} (not part of the release)")
+        lines.append(f"  - left out of {line} (not a regular file of the release)")
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(batch.pending)} submission(s) not graded yet; "
                      "run the same command with --resume to finish")

@@ -248,7 +248,7 @@ def test_nbgrader_carries_only_what_the_release_declares(batch):
             names = set(os.listdir(batch["out"] / "autograded" / student / assignment))
             assert names <= set(os.listdir(course.source(course.assignment(assignment)))) | {"timestamp.txt"}, \
                 (student, names)
-    assert "left out of hands-in-a-page/attention: notes.html (not part of the release)" in batch["printed"]
+    assert "left out of hands-in-a-page/attention: notes.html (not a regular file of the release)" in batch["printed"]
 
 
 def test_no_escape_to_the_host(batch):
