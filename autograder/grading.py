@@ -17,13 +17,12 @@ import multiprocessing
 import os
 import re
 import shutil
-import stat
 import sys
 import tempfile
 import time
 
 import selfcheck
-from autograder import suites
+from autograder import handin, suites
 from autograder.errors import NoSubmissions
 from autograder.results import GRADER_ERROR, PartResult, Submission
 from selfcheck import wire
@@ -75,21 +74,15 @@ def which_notebook(nb, release):
 
 
 def read_submission(path):
-    """A submitted notebook's bytes, never through a symbolic link and never more than the
-    largest notebook we read (NotebookError with the reason otherwise)."""
+    """A submitted notebook's bytes, read through autograder/handin.py: never through a link
+    anywhere below the submissions folder, never a FIFO or a device, never more than the largest
+    notebook we read (NotebookError with the reason otherwise)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
+        return handin.read_path(path, MAX_NOTEBOOK_BYTES)
+    except handin.Missing:
         raise NotebookError("there is no notebook in this submission") from None
-    except OSError as exc:
-        if os.path.islink(path):
-            raise NotebookError("the notebook is a symbolic link, not a file: hand in the notebook "
-                                "itself") from None
-        raise NotebookError(f"the notebook could not be opened ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise NotebookError("the notebook is not a regular file")
-        return fh.read(MAX_NOTEBOOK_BYTES + 1)
+    except handin.Refused as exc:
+        raise NotebookError(str(exc)) from None
 
 
 def grade_submission(course, assignment_id, student_id, path, jail=None, only=None):
@@ -149,9 +142,12 @@ def student_id_problem(name):
 
 def check_notebook(course, assignment, path, jail=None):
     """A student's self-check from the grader's side: the public checks only, on the notebook's
-    own functions everywhere (as ``pytest`` in the student's folder), in the grading sandbox."""
+    own functions everywhere (as ``pytest`` in the student's folder), in the grading sandbox.
+
+    The given cells are the release's, as at grading: a cell the student marks as given is the
+    student's code and runs only in the sandbox, never on this side."""
     nb = parse_notebook(read_submission(path))
-    prog = program(nb)
+    prog = program(nb, read_notebook(course.release(assignment, assignment.notebook)))
     parts = []
     with tempfile.TemporaryDirectory(prefix="check-") as scratch:
         os.chmod(scratch, 0o755)
@@ -166,26 +162,35 @@ def check_notebook(course, assignment, path, jail=None):
 def find_submissions(course, submitted, refused=None):
     """(student, assignment, notebook path) for every submission under ``submitted``.
 
-    Folders that cannot be a student's (symbolic links, names no export can
-    hold) are left out and listed in ``refused`` as (name, reason)."""
+    The folders are listed through autograder/handin.py: folders that cannot be a student's
+    (symbolic links, names no export can hold) are left out and listed in ``refused`` as
+    (name, reason)."""
     if not os.path.isdir(submitted):
         raise NoSubmissions(f"{submitted}: no such folder of submissions")
     refused = [] if refused is None else refused
     found = []
-    for student in sorted(os.listdir(submitted)):
-        folder = os.path.join(submitted, student)
-        if student.startswith(".") or not os.path.isdir(folder):
+    with handin.folder(submitted) as top:
+        students = handin.entries(top)
+    for student, kind in sorted(students.items()):
+        if student.startswith(".") or kind not in ("folder", "link"):
             continue
-        why = ("a symbolic link, not a folder" if os.path.islink(folder) else student_id_problem(student))
+        why = "a symbolic link, not a folder" if kind == "link" else student_id_problem(student)
         if why:
             refused.append((wire.clean_text(student, 120), why))
             continue
+        try:
+            with handin.folder(submitted, student) as fd:
+                assignments = handin.entries(fd)
+        except handin.Refused as exc:       # replaced since it was listed
+            refused.append((student, str(exc)))
+            continue
         for assignment in course.assignments:
-            path = os.path.join(folder, assignment.id)
-            if os.path.islink(path):
+            kind = assignments.get(assignment.id)
+            if kind == "link":
                 refused.append((f"{student}/{assignment.id}", "a symbolic link, not a folder"))
-            elif os.path.isdir(path):
-                found.append((student, assignment.id, os.path.join(path, assignment.notebook)))
+            elif kind == "folder":
+                found.append((student, assignment.id, os.path.join(submitted, student, assignment.id,
+                                                                   assignment.notebook)))
     if not found:
         raise NoSubmissions(f"{submitted}: no submissions in it (expected "
                             "<student>/<assignment>/<notebook>.ipynb)")
@@ -365,6 +370,7 @@ class Batch:
         self.pending = []      # (student, assignment, path) not reached (interrupted)
         self.previous = {}     # (student, assignment) -> the record this run replaced
         self.refused = []      # (folder, reason) of folders that cannot be a student's
+        self.left_out = []     # "<student>/<assignment>: <files>" handed in but not in the release
         self.warnings = []     # one line per later stage that failed for some submissions
         self.interrupted = False
 

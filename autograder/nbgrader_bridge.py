@@ -19,7 +19,6 @@ import logging
 import os
 import re
 import shutil
-import stat
 import sys
 import tempfile
 import warnings
@@ -86,7 +85,8 @@ def configure(c, out=None, course_yaml=None):
     generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``.
     """
     from nbgrader.converters import GenerateAssignment
-    from autograder import config, private
+    from autograder import config, nbgrader_handin, private
+    nbgrader_handin.install()
     try:
         course = config.load(course_yaml)
     except config.ConfigError as exc:
@@ -166,7 +166,8 @@ def _run(converter_cls, cfg, assignment_id, student_id="*", **attrs):
         try:
             app.start()
         except Exception as exc:  # nbgrader raises after finishing the others
-            command = re.sub(r"(?<!^)(?=[A-Z])", "_", converter_cls.__name__).lower()
+            ours = next(c for c in converter_cls.__mro__ if c.__module__.startswith("nbgrader."))
+            command = re.sub(r"(?<!^)(?=[A-Z])", "_", ours.__name__).lower()
             log = stream.getvalue()
             # nbgrader's exception only points at "the above traceback": its log's first specific
             # error is the cause (e.g. no cells may be added once there are submissions)
@@ -195,10 +196,10 @@ def register(course, assignment, out):
 
 def autograde(course, assignment, out, student_id="*"):
     """nbgrader autograde of results `course grade` has just written (none is graded again)."""
-    from nbgrader.converters import Autograde
+    from autograder.nbgrader_handin import SafeAutograde
     cfg = settings(course, out)
     cfg.ApplyResults.course_yaml = ""
-    _run(Autograde, cfg, assignment.id, student_id, force=True, create_student=True)
+    _run(SafeAutograde, cfg, assignment.id, student_id, force=True, create_student=True)
 
 
 def export(course, out):
@@ -310,55 +311,27 @@ class AddSelfCheckKit(NbGraderPreprocessor):
         return nb, resources
 
 
-def _copy_regular(src, dest, limit):
-    """Copy ``src`` only when it is a regular file (never through a link) of at most ``limit`` bytes."""
+def stage(course, submitted, out, student, assignment):
+    """Put one submission where nbgrader reads it (``out/submitted``), as read through the reader
+    (autograder/nbgrader_handin.py): its notebook, or the released one when it cannot be read (its
+    verdicts say why), and its timestamp. In place (``submitted`` is ``out/submitted``) nbgrader's
+    autograde reads it so itself. Returns the names of the files left out."""
+    from autograder import handin, nbgrader_handin
+    src = os.path.join(submitted, student, assignment.id)
+    dest = os.path.join(out, "submitted", student, assignment.id)
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        return False
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            return False
-        data = fh.read(limit + 1)
-    if len(data) > limit:
-        return False
-    with open(dest, "wb") as fh:
-        fh.write(data)
-    return True
-
-
-def stage(submitted, out, student, assignment, notebook, stub, use_stub=False):
-    """Put one submission where nbgrader reads it (``out/submitted``), never through a link.
-
-    The released ``stub`` stands in for a notebook that could not be graded
-    (``use_stub``) or cannot be copied as a plain file: nbgrader then records
-    the verdicts (:class:`ApplyResults`) without reading what was handed in. In
-    place (``submitted`` is ``out/submitted``) such a notebook is first moved
-    aside to ``<notebook>.refused``. nbgrader records the submission time that
-    collect wrote (:func:`submission_time.read`), or none when it cannot be read
-    (in place, the unreadable ``timestamp.txt`` is moved aside too), so a
-    submission's score is the same in the gradebook as in every other export."""
-    from autograder import submission_time
-    src = os.path.join(submitted, student, assignment)
-    dest = os.path.join(out, "submitted", student, assignment)
-    target = os.path.join(dest, notebook)
-    when = submission_time.read(src)
-    if os.path.abspath(src) == os.path.abspath(dest):
-        stamp = os.path.join(dest, submission_time.NAME)
-        if when is None and os.path.lexists(stamp):
-            os.replace(stamp, stamp + ".refused")
-        if use_stub or os.path.islink(target):
-            if os.path.lexists(target):
-                os.replace(target, target + ".refused")
-            shutil.copy(stub, target)
-        return
-    if os.path.exists(dest):
-        shutil.rmtree(dest)
-    os.makedirs(dest)
-    if when is not None:
-        submission_time.write(dest, when)
-    if use_stub or not _copy_regular(os.path.join(src, notebook), target, 64 << 20):
-        shutil.copy(stub, target)
+        files, _, left_out = nbgrader_handin.read_handin(os.path.abspath(submitted), student, assignment.id,
+                                                         course.release(assignment))
+    except handin.Refused:
+        files, left_out = {}, []
+    if os.path.abspath(src) != os.path.abspath(dest):
+        if os.path.exists(dest):
+            shutil.rmtree(dest)
+        if assignment.notebook not in files:
+            with open(course.release(assignment, assignment.notebook), "rb") as fh:
+                files[assignment.notebook] = fh.read()
+        nbgrader_handin.write(dest, files)
+    return left_out
 
 
 # --- reading the gradebook back: the totals include the answers graded in formgrader ---------
@@ -435,5 +408,5 @@ def exchange_root(course, out=None):
 def generate_feedback(course, assignment, out, student_id="*"):
     """nbgrader generate_feedback: feedback/<student>/<assignment>/<notebook>.html, from the
     autograded notebooks (whose test cells hold the suites' summaries, never hidden source)."""
-    from nbgrader.converters import GenerateFeedback
-    _run(GenerateFeedback, settings(course, out), assignment.id, student_id, force=True)
+    from autograder.nbgrader_handin import SafeFeedback
+    _run(SafeFeedback, settings(course, out), assignment.id, student_id, force=True)

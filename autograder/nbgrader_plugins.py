@@ -4,9 +4,11 @@ Both are configured for the course (``nbgrader_bridge.settings``), so plain
 ``nbgrader collect`` and ``nbgrader export`` in the course folder use them.
 
 * :class:`SafeCollect` copies what students put in the exchange's inbound
-  folder without ever following a symbolic link (nbgrader's copy follows
-  them, so a link to the solutions would be collected as a file with their
-  text), and refuses a hand-in whose folder belongs neither to the student it
+  folder through autograder/handin.py, never following a symbolic link
+  (nbgrader's copy follows them, so a link to the solutions would be collected
+  as a file with their text) and taking only the files the release declares
+  (a handed-in ``notes.html`` would be served by formgrader as a page), and
+  refuses a hand-in whose folder belongs neither to the student it
   names nor to the instructor collecting (nbgrader only warns): a student who
   submits as someone else is left out, and that student's own latest hand-in
   is collected instead. A hand-in it cannot collect (a name nbgrader cannot
@@ -28,7 +30,6 @@ import glob
 import os
 import re
 import shutil
-import stat
 
 import bleach
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
@@ -39,6 +40,8 @@ from nbgrader.preprocessors.base import NbGraderPreprocessor
 from nbgrader.utils import check_mode, parse_utc
 
 from autograder import submission_time
+
+from autograder import handin
 
 try:
     import pwd
@@ -147,25 +150,25 @@ class SafeCollect(ExchangeCollect):
             submission_time.write(dest, when)
 
     def do_copy(self, src, dest, log=None):
-        """Copy a hand-in through file descriptors, opened without following links, so a link
-        swapped in while the copy runs is refused too; only regular files and folders come,
-        within nbgrader's size limits. A refused hand-in is left out, with a warning."""
+        """Copy a hand-in through autograder/handin.py: file descriptors opened without following
+        links, so a link swapped in while the copy runs is refused too; only regular files and
+        folders come, only those the release declares (the notebook, its support files), within
+        nbgrader's size limits. A refused hand-in is left out, with a warning, and so is each file
+        not copied."""
         username = os.path.basename(src).rsplit("+", 3)[0]
+        release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
+        left_out = []
         try:
-            fd = os.open(src, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-        except OSError as exc:
-            self.log.warning("Not collecting %s: it is not a folder of its own (%s)", src, exc.strerror)
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.dirname(dest))
-            return
-        try:
-            why = self._refusal_of(os.fstat(fd).st_uid, username)
-            if why is None:
-                budget = [1000 * self.coursedir.max_dir_size]
-                why = _copy_folder(fd, dest, 1000 * self.coursedir.max_file_size, budget,
-                                   shutil.ignore_patterns(*self.coursedir.ignore), self.log)
-        finally:
-            os.close(fd)
+            with handin.folder(os.path.dirname(src), os.path.basename(src)) as fd:
+                why = self._refusal_of(os.fstat(fd).st_uid, username)
+                if why is None:
+                    left_out, why = handin.copy_folder(
+                        fd, dest, handin.declared(release), 1000 * self.coursedir.max_file_size,
+                        [1000 * self.coursedir.max_dir_size], shutil.ignore_patterns(*self.coursedir.ignore))
+        except handin.Refused as exc:
+            why = f"it is not a folder of its own ({exc})"
+        for name, reason in left_out:
+            self.log.warning("Left out of %s: %s (%s)", src, name, reason)
         if why:
             self.log.warning("Not collecting %s: %s", src, why)
             shutil.rmtree(dest, ignore_errors=True)
@@ -181,47 +184,6 @@ class SafeCollect(ExchangeCollect):
             if owner != username:    # files of the instructor's own are the instructor's doing
                 return f"it is owned by {owner}, not by {username}"
         return None
-
-
-def _copy_folder(fd, dest, max_file, budget, ignore, log):
-    """Copy the folder open at ``fd`` into ``dest``; returns why it was refused, or None."""
-    os.makedirs(dest, exist_ok=True)
-    names = [entry.name for entry in os.scandir(fd)]
-    skipped = set(ignore(dest, names))
-    for name in names:
-        if name in skipped:
-            continue
-        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-        if stat.S_ISDIR(mode):
-            sub = os.open(name, flags | os.O_DIRECTORY, dir_fd=fd)
-            try:
-                why = _copy_folder(sub, os.path.join(dest, name), max_file, budget, ignore, log)
-            finally:
-                os.close(sub)
-            if why:
-                return why
-        elif stat.S_ISREG(mode):
-            try:
-                handle = os.open(name, flags, dir_fd=fd)
-            except OSError as exc:
-                return f"{name} could not be opened as a file ({exc.strerror})"
-            with os.fdopen(handle, "rb") as fh:
-                info = os.fstat(fh.fileno())
-                if not stat.S_ISREG(info.st_mode):
-                    return f"{name} is not a regular file"
-                if info.st_size > max_file:
-                    log.warning("Not collecting %s: larger than %d bytes", name, max_file)
-                    continue
-                data = fh.read(max_file + 1)
-            budget[0] -= len(data)
-            if budget[0] < 0 or len(data) > max_file:
-                return "the hand-in is larger than the course allows"
-            with open(os.path.join(dest, name), "wb") as out:
-                out.write(data)
-        else:
-            log.warning("Not collecting %s: a link or a special file", name)
-    return None
 
 
 class SafeCsvExport(CsvExportPlugin):

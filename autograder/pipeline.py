@@ -70,7 +70,8 @@ def to_gradebook(course, submitted, out, submissions, batch):
 
     A submission the grader failed on is not staged at all (nothing about that student may be
     recorded, not even a 0); one that could not be read is staged as the released stub, so
-    nbgrader records its verdicts without reading what was handed in."""
+    nbgrader records its verdicts without reading what was handed in. Files of a hand-in the
+    release does not declare are left out, and listed in ``batch.left_out``."""
     from autograder import nbgrader_bridge
     fresh = {r.key for r in batch.graded}
     by_key = {r.key: r for r in batch.records}
@@ -82,12 +83,11 @@ def to_gradebook(course, submitted, out, submissions, batch):
                         and all(os.path.exists(p) for p in autograded)):
             continue      # the gradebook already holds these very results
         nbgrader_bridge.register(course, assignment, out)
-        stub = course.release(assignment, assignment.notebook)
         for student, _, _ in mine:
-            record = by_key[student, assignment.id]
-            if not record.grader_error:
-                nbgrader_bridge.stage(submitted, out, student, assignment.id, assignment.notebook, stub,
-                                      use_stub=record.problem is not None)
+            if not by_key[student, assignment.id].grader_error:
+                left_out = nbgrader_bridge.stage(course, submitted, out, student, assignment)
+                if left_out:
+                    batch.left_out.append(f"{student}/{assignment.id}: {', '.join(left_out)}")
         try:
             nbgrader_bridge.autograde(course, assignment, out)
         except NbgraderError as exc:

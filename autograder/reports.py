@@ -101,6 +101,8 @@ def summary(batch, course=None):
                 "`course grade` grades them again)" if ours else "")]
     for name, why in getattr(batch, "refused", []):
         lines.append(f"  - folder {name!r} left out: {why}")
+    for line in getattr(batch, "left_out", []):
+        lines.append(f"  - left out of {line} (not a regular file of the release)")
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(batch.pending)} submission(s) not graded yet; "
                      "run the same command with --resume to finish")

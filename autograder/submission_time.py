@@ -28,6 +28,7 @@ NAME = "timestamp.txt"
 FORMAT = "%Y-%m-%d %H:%M:%S.%f UTC"       # as nbgrader's submit writes it, in UTC
 MAX_ENTRIES = 10_000                      # a hand-in holding more files is not a hand-in
 MAX_DEPTH = 32                            # nor one nesting folders deeper
+MAX_BYTES = 200                           # of a timestamp.txt
 
 
 def seen(path):
@@ -85,7 +86,6 @@ def write(folder, when):
 def read(folder):
     """The submission time recorded in ``folder`` (a collected submission), in UTC without a
     time zone; None when there is none, or none nbgrader could read."""
-    from nbgrader.utils import parse_utc
     try:
         fd = os.open(os.path.join(folder, NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -93,10 +93,23 @@ def read(folder):
     with os.fdopen(fd, "rb") as fh:
         if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
             return None
-        text = fh.read(201).decode("utf-8", "replace").strip()
-    if not text or len(text) > 200:
+        return parse(fh.read(MAX_BYTES + 1))
+
+
+def parse(raw):
+    """The time in a ``timestamp.txt``'s bytes, in UTC without a time zone; None when nbgrader
+    could not read it (so no export takes a time the gradebook does not have)."""
+    from nbgrader.utils import parse_utc
+    text = raw.decode("utf-8", "replace").strip()
+    if not text or len(raw) > MAX_BYTES:
         return None
     try:
         return parse_utc(text)
     except (ValueError, OverflowError, TypeError):
         return None
+
+
+def normalised(raw):
+    """A ``timestamp.txt``'s bytes as collect writes them, or None when they hold no time."""
+    when = parse(raw)
+    return None if when is None else when.strftime(FORMAT).encode()

@@ -221,6 +221,36 @@ def test_gradebook_restores_tampered_test_cells(batch):
                 assert sub.score == 0.0, name
 
 
+def test_the_gradebook_agrees_with_the_results(batch):
+    """nbgrader's gradebook holds every part's score as the course grader recorded it, out of
+    course.yaml's points, whatever a hand-in's metadata claimed (points, duplicate grade ids)."""
+    from nbgrader.api import Gradebook
+    from autograder import nbgrader_bridge
+    course = batch["course"]
+    cfg = nbgrader_bridge.settings(course, str(batch["out"]))
+    disagree = []
+    with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
+        for row in batch["rows"]:
+            notebook = os.path.splitext(course.assignment(row["assignment"]).notebook)[0]
+            grade = gb.find_grade(f"check_{row['part']}", notebook, row["assignment"],
+                                  row["student"].removeprefix("'"))
+            if (grade.score, grade.max_score) != (float(row["score"]), float(row["max_score"])):
+                disagree.append((row["student"], row["part"], grade.score, grade.max_score, row["score"]))
+    assert not disagree, disagree
+
+
+def test_nbgrader_carries_only_what_the_release_declares(batch):
+    """A page handed in beside the notebook never reaches autograded/ (which formgrader serves),
+    and the batch says it left it out."""
+    course = batch["course"]
+    for student in os.listdir(batch["out"] / "autograded"):
+        for assignment in os.listdir(batch["out"] / "autograded" / student):
+            names = set(os.listdir(batch["out"] / "autograded" / student / assignment))
+            assert names <= set(os.listdir(course.source(course.assignment(assignment)))) | {"timestamp.txt"}, \
+                (student, names)
+    assert "left out of hands-in-a-page/attention: notes.html (not a regular file of the release)" in batch["printed"]
+
+
 def test_no_escape_to_the_host(batch):
     """The remount attack planted nothing in the venv and ran nothing outside its sandbox."""
     import glob
@@ -343,7 +373,8 @@ def test_the_catalogue_covers_every_behaviour():
               "many-processes-eat-memory", "slow-calls", "odd-text-in-errors", "huge-reply",
               "reads-the-stand-ins", "symlink-to-solutions", "folder-symlink", "deeply-nested-notebook",
               "=1+2", "script-in-answer", "shadows-given-model", "stand-in-as-oracle", "malformed-metadata",
-              "batch.json", "given-amplifier"}
+              "batch.json", "given-amplifier", "adds-a-given-cell", "hands-in-a-page", "inflated-duplicate-ids",
+              "fifo-notebook", "student-folder-symlink"}
     assert wanted <= set(CATALOGUE.ENTRIES)
 
 

@@ -193,7 +193,10 @@ def program(student, release=None, own=None, stand_ins=()):
     """The :class:`Program` of a submitted notebook.
 
     ``student`` is the submitted notebook; ``release`` the released one (the
-    backbone: its order and its locked cells win). With ``own`` (the solution
+    backbone: its order and its locked cells win). Without a release (the
+    reference solution, a student's own self-check in their folder) the
+    notebook's locked cells are its given cells, which the checker runs on its
+    own side: the grader never builds a hand-in's program so. With ``own`` (the solution
     cells of the part being graded), the solution cells in ``stand_ins`` (of
     the parts it uses) are stand-ins for the functions the released cell
     declares, and every other part's cells do not run.

@@ -1,0 +1,194 @@
+"""Reading a student's hand-in: one component at a time, never through a link.
+
+A hand-in lies below a folder the course keeps them in (``submitted/``, ``autograded/``, the
+exchange's ``inbound/``), laid out ``<folder>/<student>/<assignment>/<file>``. The folder is the
+course's and is trusted; everything below it was made by or for a student, so any component
+there may be a symbolic link (to the solutions, to another student's work, to ``/dev/zero``), a
+FIFO that never answers or a device. Every path that reads a hand-in reads it here: each
+component is opened relative to the one above it, ``O_NOFOLLOW``, so a link anywhere below the
+folder is refused and never followed; a file is read only when ``fstat`` on the open descriptor
+says it is a regular file (opened ``O_NONBLOCK``, so a FIFO cannot hang the open), and never
+more than a bound.
+"""
+
+import contextlib
+import os
+import stat
+
+_BASE = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FOLDER = _BASE | os.O_NOFOLLOW
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+class Refused(Exception):
+    """A hand-in, or a file of one, that is not read; the message says why, in the student's terms."""
+
+
+class Missing(Refused):
+    """The file or folder is not there at all."""
+
+
+def _check_name(name):
+    if not isinstance(name, str) or name in ("", ".", "..") or "/" in name or "\0" in name:
+        raise Refused(f"{name!r} is not the name of a file")
+
+
+def _why(fd, name, shown, wanted):
+    """Why ``name`` (in the folder open at ``fd``) could not be opened as a ``wanted``."""
+    try:
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return Missing(f"{shown} is not there")
+    except OSError as exc:
+        return Refused(f"{shown} could not be read ({exc.strerror})")
+    if stat.S_ISLNK(mode):
+        return Refused(f"{shown} is a symbolic link, not a {wanted}: hand in the {wanted} itself")
+    return Refused(f"{shown} is not a {wanted}")
+
+
+def _open(fd, name, flags, shown, wanted):
+    _check_name(name)
+    try:
+        return os.open(name, flags, dir_fd=fd)
+    except OSError:
+        raise _why(fd, name, shown, wanted) from None
+
+
+@contextlib.contextmanager
+def folder(base, *names):
+    """The descriptor of the folder ``base/names...``, every name a real folder, never a link."""
+    fd = os.open(base, _BASE)
+    try:
+        for depth, name in enumerate(names, 1):
+            sub = _open(fd, name, _FOLDER, "/".join(names[:depth]), "folder")
+            os.close(fd)
+            fd = sub
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_at(fd, name, limit, shown=None):
+    """The bytes of the regular file ``name`` in the folder open at ``fd``: at most ``limit + 1``,
+    so that the caller can tell a file that is too large."""
+    handle = _open(fd, name, _FILE, shown or name, "file")
+    with os.fdopen(handle, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            raise Refused(f"{shown or name} is not a regular file")
+        return fh.read(limit + 1)
+
+
+def read(base, names, limit):
+    """The bytes of the regular file ``base/names...`` (see :func:`read_at`)."""
+    *folders, name = names
+    with folder(base, *folders) as fd:
+        return read_at(fd, name, limit, "/".join(names))
+
+
+def read_path(path, limit):
+    """A hand-in's file by its path, ``<folder>/<student>/<assignment>/<file>``: the folder is
+    trusted, the three components below it are read as :func:`read` reads them."""
+    path, names = os.path.abspath(path), []
+    for _ in range(3):
+        path, name = os.path.split(path)
+        if name:
+            names.insert(0, name)
+    return read(path, names, limit)
+
+
+def entries(fd):
+    """``{name: kind}`` of the folder open at ``fd``; kind is folder, file, link or other (never followed)."""
+    found = {}
+    for entry in os.scandir(fd):
+        mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
+        found[entry.name] = ("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
+                             else "link" if stat.S_ISLNK(mode) else "other")
+    return found
+
+
+def listing(fd, prefix=""):
+    """``{path: kind}`` of everything below the folder open at ``fd`` (links are not descended)."""
+    found = {}
+    for name, kind in entries(fd).items():
+        found[prefix + name] = kind
+        if kind == "folder":
+            try:
+                sub = _open(fd, name, _FOLDER, prefix + name, "folder")
+            except Refused:
+                continue
+            try:
+                found.update(listing(sub, prefix + name + "/"))
+            finally:
+                os.close(sub)
+    return found
+
+
+def left_out(fd, keep):
+    """The paths below the folder open at ``fd`` that a copy keeping ``keep`` leaves out: those
+    neither in ``keep`` nor a folder of it, and whatever is not a regular file or a folder."""
+    folders = {os.path.dirname(path) for path in keep}
+    return sorted(path for path, kind in listing(fd).items()
+                  if kind not in ("file", "folder")
+                  or (path not in keep and not (kind == "folder" and path in folders)))
+
+
+def declared(release):
+    """The files a hand-in of the assignment released in ``release`` may carry: the relative path
+    of every file of the release (the notebook, its support files), and the exchange's timestamp."""
+    found = {"timestamp.txt"}
+    for top, dirs, files in os.walk(release):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        found.update(os.path.relpath(os.path.join(top, f), release) for f in files)
+    return found
+
+
+def copy_folder(fd, dest, keep, max_file, budget, ignore=None, prefix=""):
+    """Copy the hand-in folder open at ``fd`` into ``dest``: only the regular files whose path
+    is in ``keep``, each at most ``max_file`` bytes, all together at most ``budget[0]`` bytes.
+
+    Returns ``(left out, refusal)``: ``[(path, why)]`` of what was not copied, and why the whole
+    hand-in must be refused (a file swapped for something else while it was read, too large
+    altogether), or None."""
+    os.makedirs(dest, exist_ok=True)
+    left_out = []
+    found = entries(fd)
+    skipped = set(ignore(dest, list(found))) if ignore else set()
+    for name, kind in sorted(found.items()):
+        path = prefix + name
+        if name in skipped:
+            continue
+        if kind == "folder":
+            if not any(k.startswith(path + "/") for k in keep):
+                left_out.append((path + "/", "not part of the release"))
+                continue
+            try:
+                sub = _open(fd, name, _FOLDER, path, "folder")
+            except Refused as exc:
+                return left_out, str(exc)
+            try:
+                more, why = copy_folder(sub, os.path.join(dest, name), keep, max_file, budget, ignore,
+                                        path + "/")
+            finally:
+                os.close(sub)
+            left_out += more
+            if why:
+                return left_out, why
+        elif kind != "file":
+            left_out.append((path, "a link or a special file"))
+        elif path not in keep:
+            left_out.append((path, "not part of the release"))
+        else:
+            try:
+                data = read_at(fd, name, max_file, path)
+            except Refused as exc:
+                return left_out, str(exc)
+            if len(data) > max_file:
+                left_out.append((path, f"larger than {max_file} bytes"))
+                continue
+            budget[0] -= len(data)
+            if budget[0] < 0:
+                return left_out, "the hand-in is larger than the course allows"
+            with open(os.path.join(dest, name), "wb") as out:
+                out.write(data)
+    return left_out, None
+

@@ -1,0 +1,238 @@
+"""Every command that reads a hand-in reads it through one reader, and never through a link.
+
+The hand-ins here are laid out as a careless or hostile course folder can hold them: a student's
+folder that is a link to ``solutions/``, an assignment folder linked to the solution's, a notebook
+that is a link or a FIFO, an extra file that is a link, a ``notes.html`` with a script beside an
+honest notebook. Real commands read them: ``nbgrader autograde``, ``nbgrader generate_feedback``,
+formgrader, ``nbgrader collect`` and ``course check``, as root when the tests are. None of them
+gives a linked hand-in marks, puts a line of the solution in what it writes, carries a file the
+release does not declare, or hangs.
+"""
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import pytest
+
+from autograder import cohort, nbgrader_bridge, release
+from test_nbgrader_paths import _call, _free_port  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+BIN = os.path.dirname(sys.executable)
+NOTES = '<html><script>document.title = "HOSTILE-NOTES"</script>my notes</html>'
+FULL = "honest"
+REFUSED = ("linked-student", "linked-folder", "linked-notebook", "fifo-notebook")
+
+
+def _env(**extra):
+    return dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), MPLBACKEND="Agg", **extra)
+
+
+def _run(args, cwd, timeout=600):
+    return subprocess.run(args, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _hand_in(course, submitted, student, assignment, nb, extra=None):
+    """``submitted/<student>/<assignment>/``: the released folder with ``nb`` (and ``extra`` files) in it."""
+    dest = os.path.join(submitted, student, assignment.id)
+    shutil.copytree(course.release(assignment), dest, ignore=shutil.ignore_patterns("__pycache__"))
+    cohort.write(nb, submitted, student, assignment)
+    for name, text in (extra or {}).items():
+        with open(os.path.join(dest, name), "w") as fh:
+            fh.write(text)
+    return dest
+
+
+def _leaked(course, assignment, folder):
+    """Lines of the solution that the files under ``folder`` show (tags and escapes undone)."""
+    lines = release._solution_lines(course, assignment)
+    found = set()
+    for top, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(top, name), encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+            if name.endswith(".ipynb"):
+                text = "\n".join("".join(c.get("source", "")) for c in json.loads(text)["cells"])
+            elif name.endswith(".html"):
+                text = html.unescape(re.sub(r"<[^>]+>", "", text))
+            found |= {line for line in lines if line in text}
+    return found
+
+
+@pytest.fixture(scope="module")
+def assignment(course):
+    return course.assignment("attention")
+
+
+@pytest.fixture(scope="module")
+def folder(course, assignment, tmp_path_factory):
+    """A course folder whose submitted/ holds an honest hand-in and every linked layout; then
+    ``nbgrader autograde`` and ``nbgrader generate_feedback`` run there: (folder, their outputs)."""
+    folder = tmp_path_factory.mktemp("handins")
+    submitted = folder / "submitted"
+    nbgrader_bridge.write_course_folder(course, str(folder))
+    nbgrader_bridge.register(course, assignment, str(folder))
+    solutions, solution = course.source(assignment), course.source(assignment, assignment.notebook)
+    _hand_in(course, submitted, FULL, assignment, cohort.solved(course, assignment), {"notes.html": NOTES})
+    os.symlink(os.path.dirname(solutions), submitted / "linked-student")
+    (submitted / "linked-folder").mkdir()
+    os.symlink(solutions, submitted / "linked-folder" / assignment.id)
+    dest = _hand_in(course, submitted, "linked-notebook", assignment, cohort.stub(course, assignment))
+    os.remove(os.path.join(dest, assignment.notebook))
+    os.symlink(solution, os.path.join(dest, assignment.notebook))
+    dest = _hand_in(course, submitted, "fifo-notebook", assignment, cohort.stub(course, assignment))
+    os.remove(os.path.join(dest, assignment.notebook))
+    os.mkfifo(os.path.join(dest, assignment.notebook))
+    dest = _hand_in(course, submitted, "linked-extra", assignment, cohort.stub(course, assignment))
+    os.symlink(solution, os.path.join(dest, "stolen.html"))
+    autograde = _run([os.path.join(BIN, "nbgrader"), "autograde", assignment.id], folder)
+    # a notebook put in autograded/ as a link (by hand, or by an older grader) is never rendered
+    planted = folder / "autograded" / "linked-notebook" / assignment.id / assignment.notebook
+    if planted.exists():
+        planted.unlink()
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    planted.symlink_to(solution)
+    feedback = _run([os.path.join(BIN, "nbgrader"), "generate_feedback", assignment.id, "--force"], folder)
+    return folder, autograde, feedback
+
+
+def _gradebook(course, folder):
+    return {s: entry["score"] for (s, a), entry in nbgrader_bridge.gradebook_scores(course, str(folder)).items()}
+
+
+def test_nbgrader_autograde_gives_no_linked_hand_in_marks(course, assignment, folder):
+    folder, autograde, _ = folder
+    assert autograde.returncode == 0, autograde.stderr[-3000:]
+    scores = _gradebook(course, folder)
+    assert scores[FULL] == sum(p.points for p in assignment.parts), scores
+    for student in REFUSED:
+        assert scores.get(student, 0.0) == 0.0, (student, scores)
+    for student in ("linked-notebook", "fifo-notebook"):       # graded: 0, with the reason
+        with open(folder / "results" / student / f"{assignment.id}.json") as fh:
+            reason = json.load(fh)["problem"]
+        assert ("symbolic link" if student == "linked-notebook" else "not a regular file") in reason, reason
+    for student in ("linked-student", "linked-folder"):         # left out, named
+        assert f"submitted/{student}" in autograde.stderr, autograde.stderr[-3000:]
+
+
+def test_autograded_holds_only_what_the_release_declares(course, assignment, folder):
+    folder, autograde, _ = folder
+    assert not _leaked(course, assignment, folder / "autograded" / "linked-folder")
+    for student in os.listdir(folder / "autograded"):
+        if student not in (FULL, "linked-notebook"):     # the solved one, and the link planted after
+            assert not _leaked(course, assignment, folder / "autograded" / student), student
+        names = set(os.listdir(folder / "autograded" / student / assignment.id))
+        assert names <= set(os.listdir(course.source(assignment))) | {"timestamp.txt"}, (student, names)
+    for student, extra in ((FULL, "notes.html"), ("linked-extra", "stolen.html")):
+        said = f"Left out of submitted/{student}/attention (not a regular file of the release): {extra}\n"
+        assert said in autograde.stderr, autograde.stderr[-3000:]
+
+
+def test_nbgrader_feedback_never_shows_the_solution(course, assignment, folder):
+    folder, _, feedback = folder
+    pages = folder / "feedback"
+    assert (pages / FULL / assignment.id / "attention.html").exists(), feedback.stderr[-3000:]
+    assert not (pages / "linked-notebook").exists()
+    assert "autograded/linked-notebook/attention/attention.ipynb is a symbolic link" in feedback.stderr
+    for student in os.listdir(pages):
+        assert student == FULL or not _leaked(course, assignment, pages / student), student
+        assert not [n for n in os.listdir(pages / student / assignment.id) if n.endswith(".html")
+                    and n != "attention.html"], student
+
+
+def test_formgrader_serves_no_handed_in_page(course, assignment, folder, tmp_path):
+    """The TA's formgrader, logged in, asks for the honest student's handed-in notes.html."""
+    import urllib.error
+    import urllib.request
+    folder, _, _ = folder
+    port, token = _free_port(), "handin-formgrader-token"
+    server = subprocess.Popen(
+        [os.path.join(BIN, "jupyter"), "server", "--allow-root", "--no-browser", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={token}"],
+        cwd=folder, env=_env(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                _call(f"{base}/api/status", token)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the Jupyter server did not start"
+                time.sleep(0.5)
+        notebooks = _call(f"{base}/formgrader/api/submitted_notebooks/{assignment.id}/attention", token)
+        honest = next(n["id"] for n in notebooks if n["student"] == FULL)
+        served = []
+        for name in ("notes.html", "attention.ipynb"):
+            request = urllib.request.Request(f"{base}/formgrader/submissions/{honest}/{name}",
+                                             headers={"Authorization": f"token {token}"})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    served.append((name, response.status, response.headers.get("Content-Type", "")))
+            except urllib.error.HTTPError as exc:
+                served.append((name, exc.code, ""))
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    assert served[0] == ("notes.html", 404, ""), served
+    assert served[1][1] == 200 and "html" not in served[1][2], served      # the notebook itself is there
+
+
+def test_course_check_refuses_a_linked_hand_in(course, assignment, folder):
+    folder, _, _ = folder
+    path = folder / "submitted" / "linked-folder" / assignment.id / assignment.notebook
+    proc = _run([os.path.join(BIN, "course"), "--config", course.path, "check", str(path)], folder)
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    assert "linked-folder/attention is a symbolic link" in proc.stderr, proc.stderr
+
+
+def test_course_check_never_runs_a_cell_the_student_marked_given(course, assignment, tmp_path):
+    """A cell the student adds and marks locked is the student's code: it runs in the sandbox (where
+    it cannot write outside its scratch folder), never as a given cell in the checker's process."""
+    from autograder import sandbox
+    marker = tmp_path / "ran-outside-the-sandbox"
+    nb = cohort.solved(course, assignment)
+    reference = next(c for c in nb["cells"] if (c["metadata"].get("nbgrader") or {}).get("grade_id") == "softmax")
+    plant = (f"try:\n    open({str(marker)!r}, 'w').write(str(__import__('os').getuid()))\n"
+             "except OSError:\n    pass\n")
+    code = plant + "".join(reference["source"]).replace("def softmax(z, axis=-1):",
+                                                        "def softmax(z, axis=-1):\n" + "".join(
+                                                            "    " + line + "\n" for line in plant.splitlines()))
+    nb["cells"].append({"cell_type": "code", "execution_count": None, "id": "planted-given", "outputs": [],
+                        "source": code, "metadata": {"nbgrader": {"grade_id": "my_helpers", "locked": True,
+                                                                  "solution": False, "grade": False}}})
+    path = cohort.write(nb, str(tmp_path), "student", assignment)
+    proc = _run([os.path.join(BIN, "course"), "--config", course.path, "check", path], tmp_path)
+    if not sandbox.jail(announce=False).isolated:
+        pytest.xfail(sandbox.describe())
+    assert not marker.exists(), f"written by uid {marker.read_text()}"
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    for part in assignment.parts:
+        assert f"{part.id}: " in proc.stdout and " public checks pass" in proc.stdout
+
+
+def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_path):
+    """``nbgrader collect``: the notebook and the release's files come, a handed-in page does not,
+    and the command names what it left out."""
+    nbgrader_bridge.write_course_folder(course, str(tmp_path))
+    nbgrader_bridge.setup_exchange(course, str(tmp_path))
+    inbound = tmp_path / "exchange" / course.course_id / "inbound"
+    name = f"{FULL}+{assignment.id}+2026-12-01 10:00:00.000000 UTC+abc123"
+    _hand_in(course, str(inbound / "tmp"), FULL, assignment, cohort.solved(course, assignment), {"notes.html": NOTES})
+    os.rename(inbound / "tmp" / FULL / assignment.id, inbound / name)
+    shutil.rmtree(inbound / "tmp")
+    (inbound / name / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
+    proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    collected = tmp_path / "submitted" / FULL / assignment.id
+    assert (collected / assignment.notebook).exists() and (collected / "test_softmax.py").exists()
+    assert not (collected / "notes.html").exists()
+    assert "notes.html (not part of the release)" in proc.stderr, proc.stderr[-3000:]
