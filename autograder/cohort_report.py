@@ -122,12 +122,19 @@ def _times_picture(seconds):
     return _png(fig)
 
 
-def submitted_documents(course, spec, students, submitted, release):
-    """similarity.Documents of what grading runs of each student's hand-in of assignment ``spec``
-    under ``submitted``, read as grading reads it; a hand-in grading could not read is left out
-    (the not-graded table says why), one the comparison cannot read says so."""
+def reader(spec, release):
+    """A function (key, notebook) -> the similarity.Document of what grading runs of that
+    notebook of assignment ``spec`` (``release`` its released notebook)."""
     given = similarity.given_lines(release)
     cells = [cell for part in spec.parts for cell in part.cells]
+    return lambda key, nb: similarity.document(key, similarity.graded_code(nb, release, cells), given)
+
+
+def submitted_documents(spec, students, submitted, release):
+    """similarity.Documents of each student's hand-in of assignment ``spec`` under ``submitted``,
+    read as grading reads it; a hand-in grading could not read is left out (the not-graded table
+    says why), one the comparison cannot read says so."""
+    read = reader(spec, release)
     docs = []
     for student in students:
         key = (student, spec.id)
@@ -139,7 +146,7 @@ def submitted_documents(course, spec, students, submitted, release):
         if grading.which_notebook(nb, release):
             continue        # graded as not this assignment's notebook: none of it runs
         try:
-            docs.append(similarity.document(key, similarity.graded_code(nb, release, cells), given))
+            docs.append(read(key, nb))
         except Exception as exc:  # noqa: BLE001 - one hand-in the comparison cannot read never stops the report
             docs.append(similarity.Document(key, unread=f"the comparison could not read it ({type(exc).__name__})"))
     return docs
@@ -149,21 +156,19 @@ def known_documents(course, spec, release):
     """similarity.Documents of the known ways to write assignment ``spec``: the reference
     solution and every entry of the catalogue in tests/mutants/, correct variants and realistic
     mistakes alike (their fingerprints are common, never evidence)."""
-    given = similarity.given_lines(release)
-    cells = [cell for part in spec.parts for cell in part.cells]
     ways = [cohort.solved(course, spec)]
     for part in spec.parts:
         mistakes, correct = cohort.catalogue(course, part.id)
         ways += [cohort.solved(course, spec, entry["cells"]) for entry in mistakes.values()]
         ways += [cohort.solved(course, spec, variant) for variant in correct.values()]
-    return [similarity.document(("known", spec.id), similarity.graded_code(nb, release, cells), given)
-            for nb in ways]
+    read = reader(spec, release)
+    return [read(("known", spec.id), nb) for nb in ways]
 
 
 def similar_groups(course, spec, students, submitted):
     """(groups of similar hand-ins, every Document compared or not) of assignment ``spec``."""
     release = read_notebook(course.release(spec, spec.notebook))
-    docs = submitted_documents(course, spec, students, submitted, release)
+    docs = submitted_documents(spec, students, submitted, release)
     pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release))
     return similarity.groups(pairs), docs
 

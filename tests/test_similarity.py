@@ -101,20 +101,15 @@ def _release(course, assignment):
     return read_notebook(course.release(assignment, assignment.notebook))
 
 
-def _cells(assignment):
-    return [cell for part in assignment.parts for cell in part.cells]
-
-
 def _reader(course, assignment):
     """A function (student, notebook) -> the Document the cohort report makes of that hand-in."""
-    release = _release(course, assignment)
-    given, cells = similarity.given_lines(release), _cells(assignment)
-    return lambda key, nb: similarity.document((key, assignment.id), similarity.graded_code(nb, release, cells),
-                                               given)
+    read = cohort_report.reader(assignment, _release(course, assignment))
+    return lambda student, nb: read((student, assignment.id), nb)
 
 
 def _reference_cells(course, assignment):
-    return similarity.graded_code(cohort.solved(course, assignment), _release(course, assignment), _cells(assignment))
+    return similarity.graded_code(cohort.solved(course, assignment), _release(course, assignment),
+                                  [cell for part in assignment.parts for cell in part.cells])
 
 
 def _catalogued(course, assignment):
