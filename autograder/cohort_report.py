@@ -5,7 +5,8 @@
 URIs), and ``cohort_report.csv`` beside it with every number the page shows, one
 row each. Everything is made from the result records: mistakes are counted by
 the catalogue's name each check recorded (autograder/mistake_ids.py), never by
-reading messages; similarity reads the submitted notebooks themselves.
+reading messages; similarity reads the submitted notebooks themselves, the code of
+each that grading runs (autograder/similarity.py).
 """
 
 import base64
@@ -16,7 +17,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from autograder import grading, similarity
+from autograder import cohort, grading, similarity
 from autograder.mistake_ids import part_mistake
 from autograder.reports import _STYLE, _split_message, write_csv
 from autograder.results import GRADER_ERROR
@@ -29,6 +30,7 @@ COLUMNS = ("section", "assignment", "part", "item", "students", "share", "value"
 NOT_GRADED = ("error", "timeout", "missing", GRADER_ERROR)
 BINS = 8                # histogram bars per part: eighths of its points
 TOP_CHECKS = 15
+CONTEXT = 2             # lines shown around the matching lines of two similar hand-ins
 
 _EXTRA = """
 body{max-width:72rem}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(22rem,1fr));gap:1rem}
@@ -46,7 +48,7 @@ class Report:
     """Every number of the page, as the CSV's rows (dicts of COLUMNS), plus what only the page draws."""
     rows: list = field(default_factory=list)
     pictures: dict = field(default_factory=dict)      # assignment -> (PNG bytes) of its histograms
-    pairs: dict = field(default_factory=dict)         # assignment -> [similarity.Pair]
+    groups: dict = field(default_factory=dict)        # assignment -> [similarity.Group]
     cohort: dict = field(default_factory=dict)        # assignment -> number of submissions
 
     def section(self, name):
@@ -120,22 +122,65 @@ def _times_picture(seconds):
     return _png(fig)
 
 
-def submitted_documents(course, assignment, records, submitted):
-    """similarity.Documents of the assignment's hand-ins that can be read, the stub's lines left out."""
-    spec = course.assignment(assignment)
-    given = similarity.given_lines(read_notebook(course.release(spec, spec.notebook)))
+def reader(spec, release):
+    """A function (key, notebook) -> the similarity.Document of what grading runs of that
+    notebook of assignment ``spec`` (``release`` its released notebook)."""
+    given = similarity.given_lines(release)
+    cells = [cell for part in spec.parts for cell in part.cells]
+    return lambda key, nb: similarity.document(key, similarity.graded_code(nb, release, cells), given)
+
+
+def submitted_documents(spec, students, submitted, release):
+    """similarity.Documents of each student's hand-in of assignment ``spec`` under ``submitted``,
+    read as grading reads it; a hand-in grading could not read is left out (the not-graded table
+    says why), one the comparison cannot read says so."""
+    read = reader(spec, release)
     docs = []
-    for record in records:
-        path = os.path.join(submitted, record.student, assignment, spec.notebook)
+    for student in students:
+        key = (student, spec.id)
+        path = os.path.join(submitted, student, spec.id, spec.notebook)
         try:
             nb = parse_notebook(grading.read_submission(path))
         except (NotebookError, OSError):
-            continue        # the not-graded table already says why
-        try:
-            docs.append(similarity.document((record.student, assignment), similarity.notebook_cells(nb), given))
-        except Exception:  # noqa: BLE001 - one hand-in the comparison cannot read never stops the report
             continue
+        if grading.which_notebook(nb, release):
+            continue        # graded as not this assignment's notebook: none of it runs
+        try:
+            docs.append(read(key, nb))
+        except Exception as exc:  # noqa: BLE001 - one hand-in the comparison cannot read never stops the report
+            docs.append(similarity.Document(key, unread=f"the comparison could not read it ({type(exc).__name__})"))
     return docs
+
+
+def known_documents(course, spec, release):
+    """similarity.Documents of the known ways to write assignment ``spec``: the reference
+    solution and every entry of the catalogue in tests/mutants/, correct variants and realistic
+    mistakes alike (their fingerprints are common, never evidence)."""
+    ways = [cohort.solved(course, spec)]
+    for part in spec.parts:
+        mistakes, correct = cohort.catalogue(course, part.id)
+        ways += [cohort.solved(course, spec, entry["cells"]) for entry in mistakes.values()]
+        ways += [cohort.solved(course, spec, variant) for variant in correct.values()]
+    read = reader(spec, release)
+    return [read(("known", spec.id), nb) for nb in ways]
+
+
+def similar_groups(course, spec, students, submitted):
+    """(groups of similar hand-ins, every Document compared or not) of assignment ``spec``."""
+    release = read_notebook(course.release(spec, spec.notebook))
+    docs = submitted_documents(spec, students, submitted, release)
+    pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release))
+    return similarity.groups(pairs), docs
+
+
+def _pair_row(assignment, pair):
+    return _row("similarity", assignment, "", f"{pair.a.key[0]} & {pair.b.key[0]}", value=pair.score,
+                detail=f"{len(pair.shared)} shared fingerprints")
+
+
+def _group_row(assignment, group):
+    return _row("similarity group", assignment, "", " & ".join(key[0] for key in group.members),
+                len(group.members), value=group.score, detail=f"{len(group.pairs)} flagged pairs")
 
 
 def analyse(course, records, submitted=None):
@@ -183,12 +228,14 @@ def analyse(course, records, submitted=None):
             if record.seconds is not None:
                 report.rows.append(_row("time", assignment, "", record.student, value=record.seconds))
         if submitted:
-            pairs = similarity.compare(submitted_documents(course, assignment, mine, submitted),
-                                       course.similarity_threshold)
-            report.pairs[assignment] = pairs
-            for pair in pairs:
-                report.rows.append(_row("similarity", assignment, "", f"{pair.a.key[0]} & {pair.b.key[0]}",
-                                        value=pair.score, detail=f"{len(pair.shared)} shared fingerprints"))
+            groups, docs = similar_groups(course, spec, [r.student for r in mine], submitted)
+            report.groups[assignment] = groups
+            for doc in docs:
+                if doc.unread:
+                    report.rows.append(_row("not compared", assignment, "", doc.key[0], detail=doc.unread))
+            for group in groups:
+                report.rows.append(_group_row(assignment, group))
+                report.rows += [_pair_row(assignment, pair) for pair in group.pairs]
     return report
 
 
@@ -206,18 +253,32 @@ def _tr(row, *cells):
     return f"<tr data-row=\"{_key(row)}\">" + "".join(cells) + "</tr>"
 
 
+def _excerpt(doc, cell, marked):
+    """A cell of ``doc`` as compared: its ``marked`` lines marked, with CONTEXT lines around them."""
+    esc = html.escape
+    near = {n + d for c, n in marked if c == cell for d in range(-CONTEXT, CONTEXT + 1)}
+    body, gap = [], False
+    for n in sorted(n for c, n in doc.lines if c == cell):
+        if n not in near:
+            gap = True
+            continue
+        if gap and body:
+            body.append("\u22ef")
+        gap = False
+        line = esc(clean_text(doc.lines[cell, n], 300))
+        body.append(f"<mark>{line}</mark>" if (cell, n) in marked else line)
+    if gap:
+        body.append("\u22ef")
+    return "\n".join(body)
+
+
 def _side_by_side(pair):
-    """The two hands-ins' cells that hold a shared passage, matching lines marked."""
+    """The two hand-ins' cells that hold a shared passage, matching lines marked."""
     esc = html.escape
     columns = []
     for doc, marked in zip((pair.a, pair.b), pair.matching_lines()):
-        cells = sorted({cell for cell, _ in marked})
-        text = []
-        for cell in cells:
-            numbers = sorted(n for c, n in doc.lines if c == cell)
-            body = "\n".join((f"<mark>{esc(clean_text(doc.lines[cell, n], 300))}</mark>" if (cell, n) in marked
-                              else esc(clean_text(doc.lines[cell, n], 300))) for n in numbers)
-            text.append(f"<b>{esc(doc.key[0])}</b> &middot; cell <code>{esc(cell)}</code><pre>{body}</pre>")
+        text = [f"<b>{esc(doc.key[0])}</b> &middot; cell <code>{esc(cell)}</code><pre>{_excerpt(doc, cell, marked)}</pre>"
+                for cell in sorted({cell for cell, _ in marked})]
         columns.append("<div>" + "".join(text) + "</div>")
     return "<div class=side>" + "".join(columns) + "</div>"
 
@@ -305,23 +366,49 @@ def page(course, report):
     out.append("</div></section>")
 
     out.append("<section id=similarity><h2><span class=title>Similar submissions</span></h2><div class=body>"
-               "<p class=warn><b>A flag is not a finding and never changes a grade.</b> It says two hand-ins share "
+               "<p class=warn><b>A flag is not a finding and never changes a grade.</b> It says hand-ins share "
                "more unusual code than independent work usually does, once names, layout, comments and the order "
-               "of functions are set aside; the code given in the released notebook and passages many students "
-               "share are ignored. Read the two side by side and decide.</p>"
-               f"<p class=reason>Score: the share of the smaller hand-in's own fingerprints (winnowed 5-token "
-               f"passages, as MOSS computes them) that the other one holds too; flagged from "
-               f"<code>similarity_threshold: {course.similarity_threshold}</code> in course.yaml.</p>")
-    flagged = [pair for pairs in report.pairs.values() for pair in pairs]
-    if not flagged:
+               "of functions are set aside. Read them side by side and decide.</p>"
+               "<p class=reason>Compared: the code grading runs of each hand-in (its solution cells and the "
+               "definitions of cells the student added, shown as Python reads it: comments and layout gone), "
+               "without the released notebook's own lines. Common code is no evidence: what the reference "
+               "solution or an entry of the catalogue (<code>tests/mutants/</code>: correct variants and "
+               "realistic mistakes) holds, and what "
+               f"{similarity.COMMON_SHARE:.0%} of an assignment's hand-ins (and at least "
+               f"{similarity.COMMON_AT_LEAST}) hold. Score: the share of the smaller hand-in's other fingerprints "
+               "(winnowed 5-token passages, as MOSS computes them) that the other one holds too; flagged from "
+               f"<code>similarity_threshold: {course.similarity_threshold}</code> in course.yaml. A group is "
+               "every hand-in joined to another by a flag.</p>")
+    unread = report.section("not compared")
+    if unread:
+        out.append("<table><tr><th>not compared</th><th>assignment</th><th>why: look at it</th></tr>")
+        out += [_tr(r, f"<td>{esc(r['item'])}</td><td>{esc(r['assignment'])}</td><td>{esc(r['detail'])}</td>")
+                for r in unread]
+        out.append("</table>")
+    found = [(assignment, group) for assignment, groups in report.groups.items() for group in groups]
+    if not found:
         out.append("<p>No pair of submissions reached the threshold.</p>")
-    for n, (r, pair) in enumerate(zip(report.section("similarity"), flagged)):
-        out.append(f"<details{' open' if n == 0 else ''}><summary><b>{esc(pair.a.key[0])}</b> and <b>{esc(pair.b.key[0])}</b> &middot; "
-                   f"{esc(pair.a.key[1])} &middot; score <span data-row=\"{_key(r)}\">{r['value']}</span> "
-                   f"({len(pair.shared)} shared fingerprints)</summary>{_side_by_side(pair)}</details>")
+    else:
+        out.append("<table><tr><th>group</th><th>assignment</th><th class=num>hand-ins</th>"
+                   "<th class=num>highest score</th><th>flagged pairs</th></tr>")
+        for assignment, group in found:
+            r = _group_row(assignment, group)
+            out.append(_tr(r, f"<td>{esc(r['item'])}</td><td>{esc(assignment)}</td>",
+                           f"<td class=num>{r['students']}</td><td class=num>{r['value']}</td>",
+                           f"<td>{esc(r['detail'])}</td>"))
+        out.append("</table>")
+    shown = 0
+    for assignment, group in found:
+        out.append(f"<h3>{esc(_group_row(assignment, group)['item'])} &middot; {esc(assignment)}</h3>")
+        for pair in group.pairs:
+            r = _pair_row(assignment, pair)
+            shown += 1
+            out.append(f"<details{' open' if shown == 1 else ''}><summary><b>{esc(pair.a.key[0])}</b> and "
+                       f"<b>{esc(pair.b.key[0])}</b> &middot; score <span data-row=\"{_key(r)}\">{r['value']}</span> "
+                       f"({len(pair.shared)} shared fingerprints)</summary>{_side_by_side(pair)}</details>")
     out.append("</div></section>")
     out.append("<footer>Made by <code>course report</code> from the graded results; the matching lines are the "
-               "students' own code, shown as text.</footer></body></html>")
+               "students' own code as Python reads it, shown as text.</footer></body></html>")
     return "\n".join(out)
 
 

@@ -1,110 +1,193 @@
-"""Which hand-ins look copied: winnowed fingerprints of normalised code, as MOSS computes them.
+"""Which hand-ins look copied: winnowed fingerprints of the code grading runs, as MOSS computes them.
 
 Schleimer, Wilkerson and Aiken, "Winnowing: local algorithms for document
-fingerprinting" (SIGMOD 2003), the method of Stanford's MOSS. Each submission's
-solution cells become one stream of Python tokens in which every name the student
-binds (variables, parameters, functions) is ``V``, every string ``S``, and comments
-and blank lines are gone; its top-level
-definitions are sorted by their normalised text, so renaming variables, moving
-functions and rewording comments change nothing. Every ``K`` consecutive tokens
-are hashed and, of every ``WINDOW`` consecutive hashes, the smallest is kept:
-two submissions sharing a passage of ``K + WINDOW - 1`` tokens share at least
-one kept hash.
+fingerprinting" (SIGMOD 2003), the method of Stanford's MOSS.
 
-What is not evidence is left out, as MOSS does: the released notebook's given
-code (the stub's lines), and fingerprints that many submissions share
-(the obvious way to write a line, or a solution everybody found). Candidate pairs
-come from an inverted index fingerprint -> submissions, so only pairs that share
-something are ever compared. A flag is a reason for a person to look, never a
-penalty.
+What is compared is the code grading runs, chosen by the grader's own selection
+(:func:`graded_code`, which is ``selfcheck.program.program`` with the released
+notebook as the backbone): each solution cell of the release by its grade id, the
+first cell holding that id whatever its flags say, and the imports and definitions
+of every cell the student added; never the given cells, which come from the release.
+Each top-level statement is read as Python reads it (``ast``), so comments and
+layout are gone before anything is measured or compared, and is written out again
+(``ast.unparse``) as tokens in which every name the student binds is ``V`` and every
+string ``S``. The statements are sorted by that text, so renaming variables, moving
+functions and rewording comments change nothing. Every ``K`` consecutive tokens are
+hashed and, of every ``WINDOW`` consecutive hashes, the smallest is kept: two hand-ins
+sharing a passage of ``K + WINDOW - 1`` tokens share at least one kept hash.
+
+What is not evidence is left out, as MOSS does: the lines of the released stub, and
+*common* fingerprints, those of the obvious way to write it. A fingerprint is common
+when the ``known`` code holds it (the reference solution and the catalogued ways to
+write it, right or wrong) or when ``COMMON_SHARE`` of the cohort holds it, and never at fewer than
+``COMMON_AT_LEAST`` hand-ins: a few students sharing one copy are a large share of a
+small class, not the obvious way. Candidate pairs come from an inverted index
+fingerprint -> hand-ins, so only pairs that share something are compared; flagged
+pairs are joined into groups (connected clusters). A flag is a reason for a person
+to look, never a penalty.
+
+The work is bounded without letting padding hide code: a hand-in's size is its code
+alone (comments, layout and the text of plain strings do not count), measured in
+one linear pass before anything is parsed; a hand-in with more code than
+``MAX_CODE_CHARS`` is not compared but listed as too large to compare, so padding
+draws a person's eye instead of hiding a copy.
 """
 
 import ast
-import bisect
 import io
+import re
+import sys
 import token
 import tokenize
 import zlib
 from dataclasses import dataclass, field
 
-from selfcheck.program import grade_id, is_solution, source
+from selfcheck.program import program, source
 
 K = 5                  # tokens per k-gram: shorter and every `return np.` matches
 WINDOW = 4             # so any shared run of K + WINDOW - 1 = 8 tokens is caught
 MIN_SHARED = 16        # fewer shared fingerprints (about 40 tokens, four or five lines) is never a flag
-COMMON_SHARE = 0.1     # a fingerprint held by this share of the cohort is common knowledge,
-COMMON_AT_LEAST = 3    # ... and by never fewer than this many: two students alone never make it common
+COMMON_SHARE = 0.1     # a fingerprint held by this share of the cohort is the obvious way to write it,
+COMMON_AT_LEAST = 10   # ... but never one held by fewer hand-ins than this
+MAX_CODE_CHARS = 100_000   # code a hand-in may hold and be compared: fifty times a reference solution
+MAX_DEPTH = 100        # syntax-tree levels read below a statement; deeper is `...` (Python's unparser fails a few hundred down)
+SHOWN_STRING = 120     # characters of a string kept for the side-by-side view (a string is one token either way)
 
 
 @dataclass
 class Document:
-    """One submission's normalised solution code: tokens, where each came from, its fingerprints."""
+    """One hand-in's code as compared: its lines, where each token came from, its fingerprints."""
     key: tuple                                     # (student, assignment)
-    lines: dict                                    # (cell, line number) -> source line
+    lines: dict = field(default_factory=dict)      # (cell, line number) -> line of the code as compared
     origins: list = field(default_factory=list)    # token index -> (cell, line number)
     prints: dict = field(default_factory=dict)     # fingerprint -> first token index
+    unread: str = None                             # why it was not compared, or None
 
 
-# a solution is a few hundred lines: past this, a cell is padding, and comparing it would only cost time
-MAX_CELL_CHARS = 100_000
+def graded_code(nb, release, cells):
+    """{cell: code} of what grading runs of the student's notebook ``nb``: the program of
+    ``selfcheck.program`` with the release as its backbone and ``cells`` (every graded part's)
+    as the student's own; the given cells, which come from the release, left out."""
+    prog = program(nb, release, own=set(cells))
+    given = {label for label, *_ in prog.given}
+    found = {}
+    for label, code, *_ in prog.cells:
+        if code and label not in given:
+            name, n = label, 1
+            while name in found:
+                n += 1
+                name = f"{label} {n}"
+            found[name] = code
+    return found
 
+
+# --- how much code a cell holds: one linear pass, before anything is parsed ---------------------
+
+# Python's strings and comments, in forms that never backtrack far (each character can be read
+# one way only), so even a hostile cell is one linear pass; possessive repeats make it faster
+# where `re` has them (3.11), and mean nothing else
+_LEXEMES = r"""(?P<string>'''[^'\\]*+(?:(?:\\.?|'(?!''))[^'\\]*+)*+(?:'''|\Z)""" \
+    r"""|\"\"\"[^"\\]*+(?:(?:\\.?|"(?!""))[^"\\]*+)*+(?:\"\"\"|\Z)""" \
+    r"""|'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'?|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"?)""" \
+    r"""|(?P<layout>(?=[\s#])\s*+(?:#[^\r\n]*+\s*+)*+)|(?P<code>[^\s#'"]++)"""
+_LEXEMES = re.compile(_LEXEMES if sys.version_info >= (3, 11) else
+                      _LEXEMES.replace("*+", "*").replace("++", "+"), re.S)
+_F_PREFIX = re.compile(r"(?<!\w)(?:[fF][rR]?|[rR][fF])\Z")
+
+
+def code_size(code, limit=MAX_CODE_CHARS):
+    """The characters of code in ``code``, counting stops past ``limit``: comments and layout
+    count nothing and a plain string counts one (the parser keeps its text as it is); an
+    f-string counts whole, since its braces hold code."""
+    size, before = 0, ""
+    for match in _LEXEMES.finditer(code):
+        kind, text = match.lastgroup, match.group()
+        if kind == "code":
+            size += len(text)
+        elif kind == "string":
+            size += len(text) if _F_PREFIX.search(before) else 1
+        before = text if kind == "code" else ""
+        if size > limit:
+            break
+    return size
+
+
+# --- the code as Python reads it ------------------------------------------------------------------
 
 def _parse(code):
     try:
         return ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):    # nesting too deep is a student's too
-        return None
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None      # a cell that does not parse does not run when graded either
 
 
-def _bound(tree):
-    """The names a parsed cell binds (variables, parameters, functions, imports): the names a student picks."""
-    found = set()
-    for node in ast.walk(tree) if tree else ():
+_CUT = (ast.JoinedStr, ast.FormattedValue)     # their parts must stay what they are
+
+
+def _readable(statement, bound):
+    """``statement`` with each expression more than MAX_DEPTH levels down replaced by ``...``
+    and long strings shortened, so writing it out is bounded (walked without recursion); the
+    names it binds (variables, parameters, functions, imports: the names a student picks) are
+    added to ``bound``."""
+    stack = [(statement, 0)]
+    while stack:
+        node, depth = stack.pop()
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            found.add(node.id)
+            bound.add(node.id)
         elif isinstance(node, ast.arg):
-            found.add(node.arg)
+            bound.add(node.arg)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            found.add(node.name)
+            bound.add(node.name)
         elif isinstance(node, ast.alias):
-            found.add((node.asname or node.name).split(".")[0])
-    return found
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+            node.value = node.value[:SHOWN_STRING]
+        for name, value in ast.iter_fields(node):
+            children = value if isinstance(value, list) else [value]
+            for i, child in enumerate(children):
+                if not isinstance(child, ast.AST):
+                    continue
+                if depth >= MAX_DEPTH and isinstance(child, ast.expr) and not isinstance(node, _CUT):
+                    child = ast.Constant(...)
+                    if value is children:
+                        children[i] = child
+                    else:
+                        setattr(node, name, child)
+                else:
+                    stack.append((child, depth + 1))
+    return statement
 
 
-def _normalised(code, bound, given):
-    """(token text, line number) of ``code`` with the names in ``bound`` (the student's own),
-    strings and layout made uniform; numpy's, Python's and keyword arguments' names stay.
-    Tokens on a line of ``given`` code (the stub's) are left out, and so are dedents, which
-    sit on the line of whatever follows."""
+def _statements(tree, bound):
+    """The text of each top-level statement of a parsed cell, as Python would write it out;
+    the names they bind are added to ``bound``."""
+    return [ast.unparse(_readable(node, bound)) for node in tree.body]
+
+
+def _normalised(text, bound, given):
+    """(token text, line number) of one statement's text with the names in ``bound`` (the
+    student's own) and strings made uniform; numpy's, Python's and keyword arguments' names
+    stay. Tokens on a line of ``given`` code (the stub's) are left out, and so are dedents,
+    which sit on the line of whatever follows."""
     out, previous = [], None
-    lines = code.splitlines()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER, token.DEDENT):
-                continue
-            if tok.start[0] <= len(lines) and lines[tok.start[0] - 1].strip() in given:
-                previous = tok.string
-                continue
-            if tok.type == token.NAME and tok.string in bound and previous != ".":
-                text = "V"          # an attribute (np.exp, x.sum) is an API, not a name one picks
-            elif tok.type == token.STRING:
-                text = "S"
-            elif tok.type in (token.NEWLINE, token.INDENT):
-                text = token.tok_name[tok.type][0]
-            else:
-                text = tok.string
-            out.append((text, tok.start[0]))
+    lines = text.splitlines()
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.NL, tokenize.ENDMARKER, token.DEDENT):
+            continue
+        if tok.start[0] <= len(lines) and lines[tok.start[0] - 1].strip() in given:
             previous = tok.string
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass                # what was read before the error still counts
+            continue
+        if tok.type == token.NAME and tok.string in bound and previous != ".":
+            word = "V"          # an attribute (np.exp, x.sum) is an API, not a name one picks
+        elif tok.type == token.STRING:
+            word = "S"
+        elif tok.type in (token.NEWLINE, token.INDENT):
+            word = token.tok_name[tok.type][0]
+        else:
+            word = tok.string
+        out.append((word, tok.start[0]))
+        previous = tok.string
     return out
-
-
-def _units(tree):
-    """The first line of each top-level statement of a parsed cell ([1]: the whole cell when it does not parse)."""
-    if tree is None or not tree.body:
-        return [1]
-    return [min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]) for node in tree.body]
 
 
 def _kgrams(texts):
@@ -125,47 +208,57 @@ def winnow(hashes):
 
 
 def document(key, cells, given=frozenset()):
-    """A Document from ``cells`` ({cell name: code}), top-level statements in a canonical order,
-    the lines of ``given`` (see ``given_lines``) left out."""
-    doc = Document(key, {})
-    cells = {cell: code[:MAX_CELL_CHARS] for cell, code in cells.items()}
-    trees = {cell: _parse(code) for cell, code in cells.items()}
-    bound = set().union(*(_bound(tree) for tree in trees.values()))
-    units = []
+    """A Document from ``cells`` ({cell name: code}, see ``graded_code``): top-level statements
+    in a canonical order, each distinct one once, the lines of ``given`` (``given_lines``) left out."""
+    doc = Document(key)
+    size = 0
+    for code in cells.values():
+        size += code_size(code, MAX_CODE_CHARS - size)
+        if size > MAX_CODE_CHARS:
+            doc.unread = (f"more than {MAX_CODE_CHARS:,} characters of code (comments, layout and "
+                          "strings not counted): far more than any solution needs")
+            return doc
+    bound, texts = set(), {}
     for cell, code in cells.items():
-        for number, line in enumerate(code.splitlines(), 1):
-            doc.lines[cell, number] = line
-        starts = _units(trees[cell])
-        pieces = {start: [] for start in starts}
-        for text, line in _normalised(code, bound, given):     # the statement holding the line
-            pieces[starts[max(bisect.bisect_right(starts, line) - 1, 0)]].append((text, line))
-        units += [(" ".join(t for t, _ in toks), cell, toks) for toks in pieces.values()]
-    texts = []
-    for _, cell, toks in sorted(units, key=lambda u: u[0]):
-        texts += [t for t, _ in toks]
-        doc.origins += [(cell, line) for _, line in toks]
-    doc.prints = winnow(_kgrams(texts))
+        tree = _parse(code)
+        texts[cell] = _statements(tree, bound) if tree else []
+    units = {}
+    for cell, statements in texts.items():
+        lines = 0
+        for text in statements:
+            tokens = [(word, lines + n) for word, n in _normalised(text, bound, given)]
+            for n, line in enumerate(text.splitlines(), lines + 1):
+                doc.lines[cell, n] = line
+            lines += len(text.splitlines())
+            if tokens:
+                units.setdefault(" ".join(word for word, _ in tokens), (cell, tokens))
+    words = []
+    for _, (cell, tokens) in sorted(units.items()):
+        words += [word for word, _ in tokens]
+        doc.origins += [(cell, n) for _, n in tokens]
+    doc.prints = winnow(_kgrams(words))
     return doc
 
 
-def notebook_cells(nb):
-    """{grade id: code} of a notebook's code solution cells (what the student wrote)."""
-    return {grade_id(c) or f"cell {i}": source(c) for i, c in enumerate(nb.get("cells", []))
-            if c.get("cell_type") == "code" and is_solution(c)}
+def given_lines(release):
+    """The lines of a released notebook's code as compared (see ``document``), stripped: given
+    to everyone, never evidence."""
+    found = set()
+    for cell in release.get("cells", []):
+        tree = _parse(source(cell)) if cell.get("cell_type") == "code" else None
+        for text in _statements(tree, set()) if tree else ():
+            found.update(line.strip() for line in text.splitlines() if line.strip())
+    return frozenset(found)
 
 
-def given_lines(nb):
-    """The lines of a released notebook's code, stripped: given to everyone, never evidence."""
-    return frozenset(line.strip() for c in nb.get("cells", []) if c.get("cell_type") == "code"
-                     for line in source(c).splitlines() if line.strip())
-
+# --- comparing a cohort ---------------------------------------------------------------------------
 
 @dataclass
 class Pair:
     a: Document
     b: Document
     shared: list           # fingerprints both hold (neither given nor common)
-    score: float           # shared / the smaller submission's own fingerprints
+    score: float           # shared / the smaller hand-in's own fingerprints
 
     def matching_lines(self):
         """({(cell, line)} of a, of b) that hold a shared passage."""
@@ -173,26 +266,50 @@ class Pair:
             found = set()
             for h in self.shared:
                 start = doc.prints[h]
-                found.update(o for o in doc.origins[start:start + K] if o in doc.lines)   # not a final DEDENT
+                found.update(doc.origins[start:start + K])
             return found
         return lines(self.a), lines(self.b)
 
 
-def compare(documents, threshold=0.5):
-    """The pairs of ``documents`` (one assignment's) that score at least ``threshold``, most alike first.
+@dataclass
+class Group:
+    """Hand-ins joined by flagged pairs (a connected cluster), its pairs most alike first."""
+    pairs: list
 
-    A fingerprint held by ``COMMON_SHARE`` of the documents (and by at least
-    ``COMMON_AT_LEAST``) is left out of both the match and the denominator."""
+    @property
+    def members(self):
+        return sorted({doc.key for pair in self.pairs for doc in (pair.a, pair.b)})
+
+    @property
+    def score(self):
+        return max(pair.score for pair in self.pairs)
+
+
+def common_prints(documents, known=()):
+    """The fingerprints that are no evidence: held by ``known`` code, or by ``COMMON_SHARE`` of
+    ``documents`` and at least ``COMMON_AT_LEAST`` of them."""
+    counts = {}
+    for doc in documents:
+        for h in doc.prints:
+            counts[h] = counts.get(h, 0) + 1
+    many = max(COMMON_AT_LEAST, COMMON_SHARE * len(documents))
+    return {h for h, n in counts.items() if n >= many}.union(*(doc.prints for doc in known))
+
+
+def compare(documents, threshold=0.5, known=()):
+    """The pairs of ``documents`` (one assignment's hand-ins) that score at least ``threshold``,
+    most alike first; common fingerprints (``common_prints``) count in neither the match nor
+    the denominator, and hand-ins not read (``Document.unread``) are not compared."""
+    documents = [doc for doc in documents if doc.unread is None]
+    common = common_prints(documents, known)
     index = {}
     for n, doc in enumerate(documents):
         for h in doc.prints:
-            index.setdefault(h, []).append(n)
-    common = max(COMMON_AT_LEAST, COMMON_SHARE * len(documents))
+            if h not in common:
+                index.setdefault(h, []).append(n)
     own = [0] * len(documents)
     shared = {}
     for h, holders in index.items():
-        if len(holders) >= common:
-            continue
         for n in holders:
             own[n] += 1
         for i, first in enumerate(holders):
@@ -204,3 +321,21 @@ def compare(documents, threshold=0.5):
         if len(prints) >= MIN_SHARED and score >= threshold:
             pairs.append(Pair(documents[i], documents[j], prints, round(score, 3)))
     return sorted(pairs, key=lambda p: (-p.score, -len(p.shared), p.a.key, p.b.key))
+
+
+def groups(pairs):
+    """The Groups the flagged ``pairs`` join, the most alike first."""
+    parent = {}
+
+    def root(key):
+        while parent.setdefault(key, key) != key:
+            parent[key] = parent[parent[key]]
+            key = parent[key]
+        return key
+
+    for pair in pairs:
+        parent[root(pair.a.key)] = root(pair.b.key)
+    found = {}
+    for pair in pairs:
+        found.setdefault(root(pair.a.key), []).append(pair)
+    return sorted((Group(found_pairs) for found_pairs in found.values()), key=lambda g: (-g.score, g.members))

@@ -54,7 +54,8 @@ PLANTED = {"causal_mask": {"mask-after-softmax": 2, "mask-transposed": 1},
 @pytest.fixture(scope="module")
 def graded_cohort(course, tmp_path_factory):
     """The attention assignment: the reference, the stub, the planted mistakes, a notebook that is
-    not JSON, one with a solution cell deleted, and two near-copies of a loop-based softmax."""
+    not JSON, one with a solution cell deleted, a distinctive solution, a near-copy of it, and
+    near-copies hidden where only grading looked (tests/test_similarity.py)."""
     folder = tmp_path_factory.mktemp("cohort")
     submitted = folder / "submitted"
     assignment = course.assignment("attention")
@@ -72,16 +73,21 @@ def graded_cohort(course, tmp_path_factory):
     gone = cohort.solved(course, assignment)
     gone["cells"] = [c for c in gone["cells"] if grade_id(c) != "causal_mask"]
     cohort.write(gone, str(submitted), "deleted-cell", assignment)
-    loops = cohort.catalogue(course, "softmax")[1]["loops"]
-    cohort.write(cohort.solved(course, assignment, loops), str(submitted), "original", assignment)
-    from test_similarity import _near_copy
-    cohort.write(cohort.solved(course, assignment, _near_copy(loops)), str(submitted), "copier", assignment)
+    from test_similarity import DISTINCTIVE, _near_copy, hiding_places
+    cohort.write(cohort.solved(course, assignment, DISTINCTIVE), str(submitted), "original", assignment)
+    cohort.write(cohort.solved(course, assignment, _near_copy(DISTINCTIVE)), str(submitted), "copier", assignment)
+    for place, nb in hiding_places(course, assignment, _near_copy(DISTINCTIVE)).items():
+        cohort.write(nb, str(submitted), place, assignment)
     batch = pipeline.grade(course, str(submitted), str(folder), jobs=2)
     return folder, list(batch)
 
 
+COPIES = sorted(["original", "copier", "in-added-cells", "solution-flag-off", "long-leading-comment",
+                 "stub-under-same-id"])
+
+
 @pytest.mark.slow
-def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copy(course, graded_cohort):
+def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copies(course, graded_cohort):
     folder, records = graded_cohort
     rows = _csv(folder / cohort_report.CSV)
     n = len(records)
@@ -94,8 +100,12 @@ def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copy(
     assert not_graded == {("not-json", "softmax", "error"), ("not-json", "causal_mask", "error"),
                           ("deleted-cell", "causal_mask", "missing"),
                           ("stub", "softmax", "error"), ("stub", "causal_mask", "error")}    # NotImplementedError
-    flagged = [r["item"] for r in rows if r["section"] == "similarity"]
-    assert flagged == ["copier & original"], flagged
+    flagged = {r["item"] for r in rows if r["section"] == "similarity"}
+    assert flagged == {f"{a} & {b}" for i, a in enumerate(COPIES) for b in COPIES[i + 1:]}, flagged
+    assert [r["item"] for r in rows if r["section"] == "similarity group"] == [" & ".join(COPIES)]
+    full = {(r.student, p.part) for r in records for p in r.parts if p.score == p.max_score}
+    assert {(s, part) for s in COPIES + ["reference"] for part in ("softmax", "causal_mask")} <= full, \
+        "every copy, wherever it hides, is graded full, and so is the reference"
     scores = [r for r in rows if r["section"] == "score"]
     for part in ("softmax", "causal_mask"):
         assert sum(int(r["students"]) for r in scores if r["part"] == part) == n

@@ -1,18 +1,51 @@
-"""Similarity flags (autograder/similarity.py): near-copies are flagged, independent solutions are not.
+"""Similarity flags (autograder/similarity.py): near-copies are flagged wherever grading finds the
+code, alone or in groups; independent solutions and the known ways to write them are not.
 
-Fast: notebooks are built in memory and never graded.
+Fast: notebooks are built in memory or written to a temporary folder, and never graded.
 """
 
 import ast
+import copy
+import dataclasses
 import io
 import time
 import tokenize
 
 import numpy as np
+import pytest
 
-from autograder import cohort, similarity
-from selfcheck.program import grade_id, read_notebook
+from autograder import cohort, cohort_report, similarity
+from autograder.results import Submission
+from selfcheck.program import grade_id, read_notebook, source
 
+# A correct solution of the attention assignment's first part that neither the reference nor
+# the catalogue of correct variants writes this way: copying it is what a flag is for.
+DISTINCTIVE = {
+    "softmax": '''
+def softmax(z, axis=-1):
+    values = np.swapaxes(np.array(z, dtype=float), axis, -1)
+    peak = np.max(values, axis=-1, keepdims=True)
+    peak[~np.isfinite(peak)] = 0.0
+    powers = np.exp(values - peak)
+    normalised = powers / np.sum(powers, axis=-1, keepdims=True)
+    return np.swapaxes(normalised, -1, axis)
+''',
+    "entropy_bits": '''
+def entropy_bits(p):
+    flat = np.ravel(np.asarray(p, dtype=float))
+    positive = flat[flat > 0]
+    return float(np.dot(positive, np.log(1.0 / positive)) / np.log(2.0))
+''',
+    "attend": '''
+def attend(q, K, V):
+    query = np.ravel(np.asarray(q, dtype=float))
+    keys = np.asarray(K, dtype=float).reshape(-1, query.size)
+    scale = 1.0 / np.sqrt(float(query.size))
+    alpha = softmax(np.dot(keys, query) * scale)
+    output = np.tensordot(alpha, np.asarray(V, dtype=float), axes=1)
+    return alpha, output
+''',
+}
 
 
 def disguised(code, theirs):
@@ -40,9 +73,64 @@ def _near_copy(cells):
     return {name: "# my own work\n" + disguised(code, theirs) for name, code in reversed(list(cells.items()))}
 
 
+def hiding_places(course, assignment, cells):
+    """{name: notebook} handing in ``cells`` (grade id -> code) where a comparison of the cells
+    marked as solutions, read from the last cell of each grade id and cut at 100,000 characters,
+    did not see them; grading runs the code of every one."""
+    stubs = {grade_id(c): source(c) for c in cohort.stub(course, assignment)["cells"] if grade_id(c) in cells}
+
+    def after_each(nb, extra):
+        nb["cells"] = [new for cell in nb["cells"]
+                       for new in ([cell, extra(cell)] if grade_id(cell) in cells else [cell])]
+        return nb
+
+    added = after_each(cohort.solved(course, assignment, stubs), lambda cell: {
+        "cell_type": "code", "metadata": {}, "source": cells[grade_id(cell)], "outputs": [], "execution_count": None})
+    unflagged = cohort.solved(course, assignment, cells)
+    for cell in unflagged["cells"]:
+        if grade_id(cell) in cells:
+            cell["metadata"]["nbgrader"]["solution"] = False
+    padded = cohort.solved(course, assignment, {g: "# " + "x" * 100_000 + "\n" + code for g, code in cells.items()})
+    twice = after_each(cohort.solved(course, assignment, cells),
+                       lambda cell: {**copy.deepcopy(cell), "source": stubs[grade_id(cell)]})
+    return {"in-added-cells": added, "solution-flag-off": unflagged, "long-leading-comment": padded,
+            "stub-under-same-id": twice}
+
+
+def _release(course, assignment):
+    return read_notebook(course.release(assignment, assignment.notebook))
+
+
+def _reader(course, assignment):
+    """A function (student, notebook) -> the Document the cohort report makes of that hand-in."""
+    read = cohort_report.reader(assignment, _release(course, assignment))
+    return lambda student, nb: read((student, assignment.id), nb)
+
+
 def _reference_cells(course, assignment):
-    nb = cohort.solved(course, assignment)
-    return {grade_id(c): c["source"] for c in nb["cells"] if grade_id(c) in similarity.notebook_cells(nb)}
+    return similarity.graded_code(cohort.solved(course, assignment), _release(course, assignment),
+                                  [cell for part in assignment.parts for cell in part.cells])
+
+
+def _catalogued(course, assignment):
+    """(name, notebook) of the reference, every catalogued mistake and every correct variant."""
+    found = [("reference", cohort.solved(course, assignment))]
+    for part in assignment.parts:
+        mistakes, correct = cohort.catalogue(course, part.id)
+        found += [(name, cohort.solved(course, assignment, e["cells"])) for name, e in mistakes.items()]
+        found += [(f"{part.id}-{name}", cohort.solved(course, assignment, cells)) for name, cells in correct.items()]
+    return found
+
+
+def _report(course, folder, hand_ins, assignment):
+    """The similarity rows of the cohort report of ``hand_ins`` ({student: notebook})."""
+    submitted = folder / "submitted"
+    for student, nb in hand_ins.items():
+        cohort.write(nb, str(submitted), student, assignment)
+    records = [Submission(student, assignment.id, assignment.notebook) for student in hand_ins]
+    report = cohort_report.analyse(course, records, str(submitted))
+    return {section: {r["item"] for r in report.section(section)}
+            for section in ("similarity", "similarity group", "not compared")}
 
 
 def test_winnowing_keeps_a_fingerprint_of_every_long_enough_shared_passage():
@@ -58,51 +146,97 @@ def test_renaming_reordering_and_comments_change_no_fingerprint(course):
     cells = _reference_cells(course, course.assignment("tiny_transformer"))
     original = similarity.document(("a", "x"), cells)
     copied = similarity.document(("b", "x"), _near_copy(cells))
-    assert original.prints.keys() == copied.prints.keys()
+    assert original.prints and original.prints.keys() == copied.prints.keys()
 
 
-def test_planted_near_copies_are_flagged_and_the_rest_of_the_cohort_is_not(course):
+def test_a_copy_is_flagged_wherever_grading_finds_it(course, tmp_path):
+    """The copy hidden where only grading looked (in a cell added after each solution cell, with
+    the solution flag off, after a 100,000-character comment, with the stub again under the same
+    grade id after it), in a class of the reference, the catalogued mistakes and the correct
+    variants: each is flagged with the original, and nothing else is."""
+    assignment = course.assignment("attention")
+    hand_ins = dict(_catalogued(course, assignment))
+    hand_ins["original"] = cohort.solved(course, assignment, DISTINCTIVE)
+    hidden = hiding_places(course, assignment, _near_copy(DISTINCTIVE))
+    hand_ins.update(hidden)
+    copies = sorted(["original", *hidden])
+    found = _report(course, tmp_path, hand_ins, assignment)
+    assert found["similarity"] == {f"{a} & {b}" for i, a in enumerate(copies) for b in copies[i + 1:]}
+    assert found["similarity group"] == {" & ".join(copies)}
+
+
+def test_three_students_sharing_one_copy_are_flagged_as_one_group(course, tmp_path):
+    """Three hand-ins of one copy among honest work are a group, however small the class."""
+    assignment = course.assignment("attention")
+    hand_ins = dict(_catalogued(course, assignment)[:7])
+    hand_ins["anna"] = cohort.solved(course, assignment, DISTINCTIVE)
+    hand_ins["ben"] = cohort.solved(course, assignment, _near_copy(DISTINCTIVE))
+    hand_ins["chloe"] = hiding_places(course, assignment, DISTINCTIVE)["in-added-cells"]
+    found = _report(course, tmp_path, hand_ins, assignment)
+    assert found["similarity group"] == {"anna & ben & chloe"}
+    assert found["similarity"] == {"anna & ben", "anna & chloe", "ben & chloe"}
+
+
+def test_what_a_large_share_of_the_class_or_the_known_solutions_hold_is_no_evidence(course):
+    """A copy held by a tenth of a large class is the obvious way to write it; one held by ten
+    is not; two hand-ins of a catalogued correct variant wrote it a known way."""
+    assignment = course.assignment("attention")
+    release = _release(course, assignment)
+    known = cohort_report.known_documents(course, assignment, release)
+    read = _reader(course, assignment)
+    others = [read(name, nb) for name, nb in _catalogued(course, assignment)]
+    mine = read("copy", cohort.solved(course, assignment, DISTINCTIVE))
+
+    def copies_flagged(copies):
+        docs = [dataclasses.replace(mine, key=(f"copy{i}", assignment.id)) for i in range(copies)]
+        docs += [dataclasses.replace(others[i % len(others)], key=(f"other{i}", assignment.id))
+                 for i in range(300 - copies)]
+        pairs = similarity.compare(docs, course.similarity_threshold, known)
+        return [p for p in pairs if p.a.key[0].startswith("copy") and p.b.key[0].startswith("copy")]
+
+    assert len(copies_flagged(10)) == 45          # ten of three hundred: every pair of them
+    assert copies_flagged(30) == []               # a tenth of the class
+    loops = cohort.catalogue(course, "softmax")[1]["loops"]
+    twins = [read(name, cohort.solved(course, assignment, loops)) for name in "ab"]
+    assert similarity.compare(twins, course.similarity_threshold, known) == []
+    assert len(similarity.compare(twins, course.similarity_threshold)) == 1     # alike indeed, but known
+
+
+def test_in_the_whole_catalogue_only_the_planted_copy_is_flagged(course):
     """A cohort of the reference, every catalogued mistake and every correct variant (each the
-    reference with some cells of its own): the two near-copies of one distinctive solution are
-    the only pair flagged."""
-    docs = []
+    reference with some cells of its own) and one distinctive solution with its near-copy: that
+    pair is the only one flagged."""
     for assignment in course.assignments:
-        given = similarity.given_lines(read_notebook(course.release(assignment, assignment.notebook)))
-        found = [("reference", cohort.solved(course, assignment))]
-        for part in assignment.parts:
-            mistakes, correct = cohort.catalogue(course, part.id)
-            found += [(name, cohort.solved(course, assignment, e["cells"])) for name, e in mistakes.items()]
-            found += [(f"{part.id}-{name}", cohort.solved(course, assignment, e.get("cells", e)))
-                      for name, e in correct.items()]
-        docs = [similarity.document((name, assignment.id), similarity.notebook_cells(nb), given)
-                for name, nb in found]
+        release = _release(course, assignment)
+        found = _catalogued(course, assignment)
         if assignment.id == "attention":
-            loops = next(nb for name, nb in found if name == "softmax-loops")
-            cells = similarity.notebook_cells(loops)
-            docs.append(similarity.document(("copier", assignment.id), _near_copy(cells), given))
-        pairs = similarity.compare(docs, course.similarity_threshold)
+            found += [("original", cohort.solved(course, assignment, DISTINCTIVE)),
+                      ("copier", cohort.solved(course, assignment, _near_copy(DISTINCTIVE)))]
+        read = _reader(course, assignment)
+        docs = [read(name, nb) for name, nb in found]
+        pairs = similarity.compare(docs, course.similarity_threshold,
+                                   cohort_report.known_documents(course, assignment, release))
         flagged = {tuple(sorted((p.a.key[0], p.b.key[0]))) for p in pairs}
-        assert flagged == ({("copier", "softmax-loops")} if assignment.id == "attention" else set()), \
+        assert flagged == ({("copier", "original")} if assignment.id == "attention" else set()), \
             (assignment.id, [(p.a.key[0], p.b.key[0], p.score) for p in pairs])
 
 
 def test_independently_written_correct_solutions_are_not_flagged(course):
-    """Every correct variant of a cell against the reference and the other variants: short code
-    that says the same thing must not look copied."""
+    """Every correct variant of a cell against the reference and the other variants, only the
+    reference known: short code that says the same thing must not look copied."""
     checked = 0
     for assignment in course.assignments:
-        given = similarity.given_lines(read_notebook(course.release(assignment, assignment.notebook)))
+        given = similarity.given_lines(_release(course, assignment))
         reference = _reference_cells(course, assignment)
         for part in assignment.parts:
             _, correct = cohort.catalogue(course, part.id)
             for cell in part.cells:
                 versions = [("reference", reference[cell])]
-                versions += [(name, e.get("cells", e)[cell]) for name, e in correct.items()
-                             if cell in e.get("cells", e)]
+                versions += [(name, cells[cell]) for name, cells in correct.items() if cell in cells]
                 if len(versions) < 2:
                     continue
                 docs = [similarity.document((name, cell), {cell: code}, given) for name, code in versions]
-                pairs = similarity.compare(docs, course.similarity_threshold)
+                pairs = similarity.compare(docs, course.similarity_threshold, known=docs[:1])
                 assert not pairs, [(p.a.key, p.b.key, p.score) for p in pairs]
                 checked += 1
     assert checked >= 5
@@ -116,30 +250,47 @@ def test_the_side_by_side_view_marks_the_lines_that_match(course):
     assert pair.score == 1.0
     in_a, in_b = pair.matching_lines()
     assert {cell for cell, _ in in_a} == set(cells) == {cell for cell, _ in in_b}
-    assert all(b.lines[key].strip() != "# my own work" for key in in_b)
+    assert all("my own work" not in b.lines[key] for key in in_b)
+    assert any("my_" in b.lines[key] for key in in_b)          # the student's own names, as handed in
 
 
 def test_three_hundred_submissions_compare_in_seconds(course):
-    """300 hand-ins drawn from the catalogue (so passages are shared by a few, by many, by all),
-    fingerprinted and compared through the index."""
+    """300 hand-ins drawn from the catalogue, nothing known (so passages are shared by a few, by
+    many, by all), fingerprinted and compared through the index."""
     assignment = course.assignment("tiny_transformer")
-    given = similarity.given_lines(read_notebook(course.release(assignment, assignment.notebook)))
-    pool = [cohort.solved(course, assignment)]
-    for part in assignment.parts:
-        mistakes, correct = cohort.catalogue(course, part.id)
-        pool += [cohort.solved(course, assignment, e.get("cells", e)) for e in [*mistakes.values(), *correct.values()]]
-    cells = [similarity.notebook_cells(nb) for nb in pool]
+    pool = [nb for _, nb in _catalogued(course, assignment)]
     started = time.monotonic()
-    docs = [similarity.document((f"s{i:03d}", assignment.id), cells[i % len(cells)], given) for i in range(300)]
-    similarity.compare(docs, course.similarity_threshold)
-    assert time.monotonic() - started < 30      # about 5 s on one idle core
+    read = _reader(course, assignment)
+    docs = [read(f"s{i:03d}", pool[i % len(pool)]) for i in range(300)]
+    assert similarity.compare(docs, course.similarity_threshold)       # alike in tens: flagged
+    assert time.monotonic() - started < 30      # about 3 s on one idle core
 
 
-def test_a_padded_or_deeply_nested_hand_in_costs_the_comparison_no_time_and_no_crash():
-    """A cell of 25,000 statements, or of code nested past the parser's depth, is read in
-    a moment and never stops the report (both were hours, or a crash, for the whole cohort)."""
+def test_comments_strings_and_layout_of_any_size_hide_nothing_and_cost_little():
+    """Megabytes of comments, blank lines and strings around a function change none of its
+    fingerprints and take a moment; they count for nothing against the size limit."""
+    code = DISTINCTIVE["softmax"]
+    plain = similarity.document(("plain", "a"), {"softmax": code})
+    padding = ("#\n" * 2_000_000 + "# " + "x" * 5_000_000 + "\n" + "\n" * 2_000_000
+               + '"""' + "a long docstring\n" * 300_000 + '"""\n' + "'" + "a long string " * 300_000 + "'\n")
     started = time.process_time()
-    padded = similarity.document(("padded", "a"), {"softmax": "def softmax(z):\n    return z\n" + "_a = 1\n" * 25000})
-    deep = similarity.document(("deep", "a"), {"softmax": "x = a" + ".b" * 200000})
-    assert padded.prints and deep.key == ("deep", "a")
+    padded = similarity.document(("padded", "a"), {"softmax": padding + code.replace("\n    ", "\n    # why\n    ")})
+    assert time.process_time() - started < 20          # about 1 s on one idle core
+    assert padded.unread is None and padded.prints.keys() == plain.prints.keys()
+
+
+def test_too_much_code_is_listed_not_compared_and_deep_code_still_counts():
+    """Code past the limit (repeated or not) makes a hand-in one to look at, never a long wait;
+    code nested past what Python writes out again keeps the rest of its function."""
+    started = time.process_time()
+    repeated = similarity.document(("repeated", "a"), {"softmax": DISTINCTIVE["softmax"] + "_a = 1\n" * 25_000})
+    unique = similarity.document(("unique", "a"), {"softmax": "".join(f"_a{i} = {i}\n" for i in range(20_000))})
+    unparsable = similarity.document(("deep", "a"), {"softmax": "x = a" + ".b" * 20_000})
     assert time.process_time() - started < 20
+    assert repeated.unread and unique.unread and "100,000 characters of code" in unique.unread
+    assert similarity.compare([repeated, unique, unique]) == []
+    assert unparsable.unread is None and not unparsable.prints
+    deep = DISTINCTIVE["softmax"].replace("    return", "    x = " + " + ".join(["peak"] * 2000) + "\n    return")
+    plain = similarity.document(("plain", "a"), {"softmax": DISTINCTIVE["softmax"]})
+    nested = similarity.document(("nested", "a"), {"softmax": deep})
+    assert len(plain.prints.keys() & nested.prints.keys()) >= 0.8 * len(plain.prints)
