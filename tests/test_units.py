@@ -172,6 +172,17 @@ def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():
         assert definitions_only(code) == "" and defined_names(code) == []
 
 
+def test_an_added_cell_that_parses_but_nests_deeply_keeps_its_own_text():
+    """An added function whose expression is a thousand levels deep parses, but writing its tree
+    back out would recurse past Python's limit in the grader (a grader error on every run): the
+    definitions are kept as the student wrote them, decorators included, and the rest dropped."""
+    from selfcheck.program import definitions_only
+    deep = "def f(a):\n    return " + "+".join(["a"] * 1500) + "\n"
+    code = "import math; x = 3\n@functools.cache\n" + deep + "print(x)\n"
+    kept = definitions_only(code)
+    assert kept == "import math\n@functools.cache\n" + deep.rstrip("\n")
+
+
 def test_only_the_grader_names_a_mistake_never_the_student_s_own_error_text(course):
     """A student's exception can say "Likely mistake: ..."; the cohort report must not count it."""
     from autograder import mistake_ids
