@@ -168,7 +168,8 @@ def test_honest_grades_are_exactly_what_they_are_alone(batch):
         assert {k: (float(r["score"]), r["status"]) for k, r in rows.items()} == alone, student
     if not ISOLATED and _sha(batch["victim"]) != batch["victim_sha"]:
         pytest.xfail("WEAKER MODE: a submission could overwrite another student's notebook")
-    for student in ("reference", "victim", "reference-tiny"):     # the victim is a copy of the reference
+    neighbour = f"spins-in-{CATALOGUE.SPINNERS}-processes-neighbour"   # trained models beside the spinner
+    for student in ("reference", "victim", "reference-tiny", neighbour):   # the victim: a copy of the reference
         assert all(r["status"] == "passed" and float(r["score"]) == float(r["max_score"])
                    for r in _rows(batch, student).values()), student
 
@@ -653,6 +654,23 @@ def test_a_call_that_never_returns_costs_at_most_two_time_limits(tmp_path):
     assert elapsed < MAX_TIMEOUTS * WALL_FACTOR * 1.0 + 3.0, elapsed
     assert all(kind == "timeout" for kind, _ in kinds)
     assert "1 s of CPU time" in kinds[0][1] and "not run" in kinds[-1][1], kinds
+
+
+def test_a_sandbox_gets_one_core_whatever_it_forks(tmp_path):
+    """As root, all the processes of one sandbox share one core (its cgroup's CPU quota), so a
+    submission that forks cannot take the machine from its neighbours; the sandbox's CPU count,
+    which the limits read, holds every one of them."""
+    with open("/proc/cgroups") as fh:           # subsys_name hierarchy num_cgroups enabled
+        cpu = [line.split() for line in fh if line.startswith("cpu\t")]
+    if not ISOLATED or os.geteuid() != 0 or not cpu or cpu[0][3] != "1":
+        pytest.skip(f"the CPU cap is a cgroup's, set by a grader that runs as root: {sandbox.describe()}")
+    with _student(tmp_path, SPIN, time_limit=30.0) as student:
+        student.start()
+        before = student.cpu_seconds()
+        used, wall = student.spinners(8, 2.0)
+        counted = student.cpu_seconds() - before
+    assert used / wall < sandbox.CPU_CORES + 0.3, (used, wall)
+    assert counted >= 0.95 * used, (counted, used)
 
 
 LOADED = """
