@@ -162,7 +162,8 @@ def vendor(course, assignment, folder):
         shutil.copy(os.path.join(SELFCHECK, name), os.path.join(kit, name))
     manifest = {
         "assignment": assignment.id, "notebook": assignment.notebook,
-        "time_per_test": course.time_per_test, "memory_mb": course.memory_mb,
+        "time_per_test": course.time_per_test, "time_per_part": course.time_per_part,
+        "memory_mb": course.memory_mb,
         "parts": [{"id": p.id, "title": p.title, "points": p.points, "cells": list(p.cells),
                    "tests": f"test_{p.id}.py",
                    "hidden_checks": count_tests(os.path.join(course.root, p.hidden))}

@@ -27,10 +27,14 @@ bubblewrap (``bwrap``), never with a privilege over anything on the host:
   no network; ``--disable-userns`` forbids nested user namespaces (where the
   code would hold capabilities again);
 * **limits the kernel enforces per sandbox**: the address space of every
-  process (``course.yaml`` memory_mb), CPU seconds, file size and no core
-  files; and, as root, the number of processes of the sandbox's own user
-  (``RLIMIT_NPROC``) and a cgroup per sandbox capping processes and memory,
-  tmpfs included (cgroup v1 ``pids`` and ``memory`` or v2, where writable).
+  process (``course.yaml`` memory_mb), CPU seconds (the part's budget), file
+  size and no core files; and, as root, the number of processes of the
+  sandbox's own user (``RLIMIT_NPROC``) and a cgroup per sandbox capping
+  processes and memory, tmpfs included, and CPU at ``CPU_CORES`` for all its
+  processes together, so that one submission's many processes slow no other
+  sandbox (cgroup v1 ``pids``, ``memory``, ``cpu`` and ``cpuacct``, or v2,
+  where writable). The cgroup also counts the CPU time the limits of
+  :class:`selfcheck.student.Student` read (``Launch.cpu``).
 
 Where a path the sandbox needs is hidden from an unprivileged user (a Python
 installed under ``/root``, which is ``0700``), the process mounts it, while
@@ -70,6 +74,8 @@ SCRATCH_MB = 64                         # size of the scratch tmpfs
 SHM_MB = 16                             # size of /dev/shm inside the sandbox
 FILE_MB = 64                            # largest file a student's process may write
 MAX_PROCESSES = 64                      # processes and threads per sandbox (as root)
+CPU_CORES = 1                           # CPU one sandbox may use, all its processes together (as root)
+CPU_PERIOD_US = 100_000                 # the cgroup's accounting period for that share
 SANDBOX_UIDS = range(1_879_048_192, 1_879_048_192 + 256)   # leased one per sandbox, as root
 STATE = "/run/attention-course-sandbox"  # uid leases and staging folders, as root
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -145,11 +151,14 @@ def kill_user(uid):
 
 
 def _cgroup_roots():
-    """{controller: folder under which this process may make a cgroup}, for pids and memory."""
+    """{controller: folder under which this process may make a cgroup}: pids, memory, cpu and
+    cpuacct (cgroup v1), or all of them in one folder (``"v2"``)."""
     roots = {}
     try:
         with open("/proc/self/cgroup") as fh:
-            mine = dict(line.rstrip("\n").split(":", 2)[1:] for line in fh if line.count(":") >= 2)
+            mine = {controller: path for line in fh if line.count(":") >= 2
+                    for controllers, path in [line.rstrip("\n").split(":", 2)[1:]]
+                    for controller in controllers.split(",")}
     except OSError:
         return roots
     if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):          # cgroup v2 only
@@ -157,37 +166,75 @@ def _cgroup_roots():
         if os.access(base, os.W_OK):
             roots["v2"] = base
         return roots
-    for controller in ("pids", "memory"):                                # cgroup v1
+    for controller in ("pids", "memory", "cpu", "cpuacct"):            # cgroup v1
         base = f"/sys/fs/cgroup/{controller}" + mine.get(controller, "/")
         if os.path.isdir(base) and os.access(base, os.W_OK):
             roots[controller] = base
     return roots
 
 
+def _delegate(base, controllers):
+    """cgroup v2: let ``base``'s children use ``controllers`` (refused when processes live in
+    ``base`` itself and it is not the root: then the limits it cannot give are left out)."""
+    try:
+        with open(os.path.join(base, "cgroup.controllers")) as fh:
+            available = set(fh.read().split())
+        with open(os.path.join(base, "cgroup.subtree_control")) as fh:
+            missing = (available & set(controllers)) - set(fh.read().split())
+        if missing:
+            with open(os.path.join(base, "cgroup.subtree_control"), "w") as fh:
+                fh.write(" ".join("+" + c for c in sorted(missing)))
+    except OSError:
+        pass
+
+
 class _Cgroup:
-    """A cgroup (v1 pids + memory, or v2) capping one sandbox's processes and memory."""
+    """A cgroup (v1 pids, memory, cpu and cpuacct, or v2) capping one sandbox's processes and
+    memory, and its CPU at ``CPU_CORES``, and counting the CPU time its processes use."""
 
     def __init__(self, name, memory_bytes):
         self.folders = []
-        roots = _cgroup_roots()
-        settings = {"v2": {"pids.max": MAX_PROCESSES, "memory.max": memory_bytes, "memory.swap.max": 0},
+        self._usage = None          # (file, seconds per unit) of the CPU time used
+        quota = CPU_CORES * CPU_PERIOD_US
+        settings = {"v2": {"pids.max": MAX_PROCESSES, "memory.max": memory_bytes, "memory.swap.max": 0,
+                           "cpu.max": f"{quota} {CPU_PERIOD_US}"},
                     "pids": {"pids.max": MAX_PROCESSES},
-                    "memory": {"memory.limit_in_bytes": memory_bytes}}
+                    "memory": {"memory.limit_in_bytes": memory_bytes},
+                    "cpu": {"cpu.cfs_period_us": CPU_PERIOD_US, "cpu.cfs_quota_us": quota},
+                    "cpuacct": {}}
+        usage = {"v2": ("cpu.stat", 1e-6), "cpuacct": ("cpuacct.usage", 1e-9)}
         try:
-            for controller, base in roots.items():
+            for controller, base in _cgroup_roots().items():
+                if controller == "v2":
+                    _delegate(base, ("cpu", "memory", "pids"))
                 folder = os.path.join(base, name)
                 os.makedirs(folder, exist_ok=True)
-                self.folders.append(folder)
+                if os.path.realpath(folder) not in map(os.path.realpath, self.folders):   # co-mounted
+                    self.folders.append(folder)
                 for key, value in settings[controller].items():
                     path = os.path.join(folder, key)
                     if os.path.exists(path):
                         with open(path, "w") as fh:
                             fh.write(str(value))
+                if controller in usage:
+                    self._usage = (os.path.join(folder, usage[controller][0]), usage[controller][1])
         except OSError:
-            self.folders = []
+            self.folders, self._usage = [], None
 
     def join_paths(self):
         return [os.path.join(f, "cgroup.procs") for f in self.folders]
+
+    def cpu_seconds(self):
+        """CPU time used by every process that was ever in the cgroup (its folder is reused)."""
+        path, unit = self._usage
+        with open(path) as fh:
+            text = fh.read()
+        if path.endswith("cpu.stat"):
+            text = next(line.split()[1] for line in text.splitlines() if line.startswith("usage_usec "))
+        return int(text) * unit
+
+    def counts_cpu(self):
+        return self._usage is not None
 
     def remove(self):
         """Kill what is left in the cgroup; its folder stays, for the next sandbox of this uid."""
@@ -341,7 +388,9 @@ class BwrapJail:
                 cgroup.remove()
             if lease is not None:
                 lease.release()
-        return Launch(cmd, env, INSIDE_CODE, python, preexec, workdir="/", scratch=SCRATCH, release=release)
+        cpu = cgroup.cpu_seconds if cgroup is not None and cgroup.counts_cpu() else None
+        return Launch(cmd, env, INSIDE_CODE, python, preexec, workdir="/", scratch=SCRATCH, release=release,
+                      cpu=cpu)
 
 
 def _stage(binds):
@@ -440,11 +489,19 @@ def describe():
         return BANNER_WEAK.format(why=why)
     if os.geteuid() == 0:
         roots = _cgroup_roots()
-        kinds = ("pids and memory (cgroup v2)" if "v2" in roots else
-                 " and ".join(roots) + " (cgroup v1)" if roots else "none (no writable cgroup here)")
+        if "v2" in roots:
+            _delegate(roots["v2"], ("cpu", "memory", "pids"))
+            with open(os.path.join(roots["v2"], "cgroup.subtree_control")) as fh:
+                delegated = fh.read().split()
+            roots = [c for c in ("pids", "memory", "cpu") if c in delegated]
+            version = "v2"
+        else:
+            version = "v1"
+        kinds = (", ".join(c if c != "cpu" else f"cpu ({CPU_CORES} core)" for c in roots) + f" (cgroup {version})"
+                 if roots else "none (no writable cgroup here)")
         return ("isolation: bubblewrap sandbox run as a leased unprivileged uid (no capabilities), "
                 f"private filesystem view, PID/user/network namespaces, at most {MAX_PROCESSES} "
                 f"processes per sandbox, cgroup limits: {kinds}")
     return ("isolation: bubblewrap sandbox as the grader's own user (no capabilities), private "
-            "filesystem view, PID/user/network namespaces; no per-sandbox process or memory cgroup "
-            "(grading as an ordinary user)")
+            "filesystem view, PID/user/network namespaces; no per-sandbox process, memory or CPU "
+            "cgroup (grading as an ordinary user)")

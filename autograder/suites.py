@@ -56,7 +56,8 @@ class StandIns:
 
     def __init__(self, course, assignment, workdir, jail):
         self._args = dict(workdir=workdir, time_limit=STAND_INS_STARTUP, memory_mb=course.memory_mb,
-                          jail=jail, label="the grader's stand-ins", max_timeouts=None)
+                          cpu_limit=course.time_per_part, jail=jail, label="the grader's stand-ins",
+                          max_timeouts=None)
         self._program = program(read_notebook(course.source(assignment, assignment.notebook)))
 
     def start(self, fds, names):

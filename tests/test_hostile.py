@@ -168,7 +168,8 @@ def test_honest_grades_are_exactly_what_they_are_alone(batch):
         assert {k: (float(r["score"]), r["status"]) for k, r in rows.items()} == alone, student
     if not ISOLATED and _sha(batch["victim"]) != batch["victim_sha"]:
         pytest.xfail("WEAKER MODE: a submission could overwrite another student's notebook")
-    for student in ("reference", "victim", "reference-tiny"):     # the victim is a copy of the reference
+    neighbour = f"spins-in-{CATALOGUE.SPINNERS}-processes-neighbour"   # trained models beside the spinner
+    for student in ("reference", "victim", "reference-tiny", neighbour):   # the victim: a copy of the reference
         assert all(r["status"] == "passed" and float(r["score"]) == float(r["max_score"])
                    for r in _rows(batch, student).values()), student
 
@@ -297,11 +298,13 @@ def test_no_solution_source_reaches_a_student(batch):
 
 
 def test_a_part_ends_within_its_budget(batch):
+    """A part whose calls sleep (no CPU time) ends at its budget's wall-clock backstop."""
     import json
+    from selfcheck.student import WALL_FACTOR
     with open(batch["out"] / "results" / "slow-calls" / "attention.json") as fh:
         record = json.load(fh)
     part = next(p for p in record["parts"] if p["part"] == CATALOGUE.TARGET)
-    assert part["seconds"] < CATALOGUE.PART_BUDGET + 10, part["seconds"]
+    assert part["seconds"] < WALL_FACTOR * CATALOGUE.PART_BUDGET + 10, part["seconds"]
     assert any("not run" in c["message"] for c in part["checks"]), part["reason"]
 
 
@@ -518,12 +521,28 @@ def _as_ordinary_user(uid, argv, env):
             os.rmdir(stage)
 
 
+def _report_of(argv, who):
+    """The JSON that ``argv`` prints last, run by the grader's user or (as root) by nobody."""
+    import json
+    if who == "root" or os.geteuid() != 0:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    else:
+        home = tempfile.mkdtemp()
+        os.chown(home, 65534, 65534)
+        env = {"PATH": os.environ["PATH"], "HOME": home, "TMPDIR": home, "PYTHONPATH": os.path.dirname(HERE)}
+        try:
+            done = _as_ordinary_user(65534, argv, env)
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("who", ["root", "ordinary user"])
 def test_students_code_holds_no_privilege(tmp_path, who):
     """Run as root (as CI and many servers run the grader) and as an ordinary user, the student's
     process has no capability, cannot remount, cannot make a user namespace, cannot become root,
     and can write its scratch folder only."""
-    import json
     if not ISOLATED:
         pytest.xfail(sandbox.describe())
     if who == "root":
@@ -533,19 +552,8 @@ def test_students_code_holds_no_privilege(tmp_path, who):
             report = student.report()
         assert report["uid"] in sandbox.SANDBOX_UIDS
     else:
-        if os.geteuid() != 0:
-            report = json.loads(subprocess.run([sys.executable, "-c", AS_USER, PRIVILEGE], capture_output=True,
-                                               text=True, check=True).stdout)
-        else:
-            home = tempfile.mkdtemp()
-            os.chown(home, 65534, 65534)
-            env = {"PATH": os.environ["PATH"], "HOME": home, "TMPDIR": home,
-                   "PYTHONPATH": os.path.dirname(HERE)}
-            done = _as_ordinary_user(65534, [sys.executable, "-c", AS_USER, PRIVILEGE], env)
-            shutil.rmtree(home, ignore_errors=True)
-            assert done.returncode == 0, done.stderr[-2000:]
-            report = json.loads(done.stdout.strip().splitlines()[-1])
-            assert report.pop("isolated"), "bubblewrap did not start for an ordinary user"
+        report = _report_of([sys.executable, "-c", AS_USER, PRIVILEGE], who)
+        assert report.pop("isolated"), "bubblewrap did not start for an ordinary user"
         assert report["uid"] == (65534 if os.geteuid() == 0 else os.getuid())
     assert report["euid"] == report["uid"] and report["uid"] != 0
     assert not any(report["caps"][k] for k in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")), report
@@ -554,22 +562,55 @@ def test_students_code_holds_no_privilege(tmp_path, who):
     assert report["scratch"] == sandbox.SCRATCH
 
 
-def test_a_part_has_a_total_time_budget(tmp_path):
-    """Calls that each stay just under the per-call limit still end when the part's budget is spent."""
-    from selfcheck.student import StudentError
-    student = _student(tmp_path, "import time\ndef slow():\n    time.sleep(0.8)\n    return 1\n",
-                       time_limit=1.0, budget=3.0)
+SPIN = """
+import os, resource, time
+def work(seconds):
+    \"\"\"Spin for ``seconds`` of this process's CPU time.\"\"\"
+    began = time.process_time()
+    while time.process_time() - began < seconds:
+        pass
+    return 1
+def nap(seconds):
+    time.sleep(seconds)
+    return 1
+def spin():
+    while True:
+        pass
+def spinners(n, seconds):
+    \"\"\"``n`` processes spinning for ``seconds`` of wall-clock time: (their CPU seconds, wall seconds).\"\"\"
+    began = time.monotonic()
+    for _ in range(n):
+        if os.fork() == 0:
+            while time.monotonic() - began < seconds:
+                pass
+            os._exit(0)
+    for _ in range(n):
+        os.wait()
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime, time.monotonic() - began
+"""
+
+
+@pytest.mark.parametrize("kind", ["work", "nap"])
+def test_a_part_has_a_total_time_budget(tmp_path, kind):
+    """Calls that each stay under the per-call limit still end when the part's budget is spent:
+    its CPU time for calls that compute, its wall-clock backstop for calls that sleep."""
+    from selfcheck.student import WALL_FACTOR, StudentError
+    budget = {"work": 3.0, "nap": 1.0}[kind]      # the backstop of 1 s of CPU time: 3 s of naps
+    student = _student(tmp_path, SPIN, time_limit=1.0, budget=budget)
     answers, started = [], time.monotonic()
     try:
         for _ in range(10):
             try:
-                answers.append(student.slow())
+                answers.append(getattr(student, kind)(0.8))
             except StudentError as exc:
-                answers.append(exc.kind)
+                answers.append((exc.kind, exc.message))
     finally:
         student.close()
-    assert time.monotonic() - started < 3.0 + 1.5
-    assert answers[:3] == [1, 1, 1] and set(answers[4:]) == {"timeout"}, answers
+    assert time.monotonic() - started < WALL_FACTOR * budget + 3.0
+    assert answers[:3] == [1, 1, 1], answers
+    assert all(kind == "timeout" and "budget" in message for kind, message in answers[3:]), answers
+    assert all("not run" in message for _, message in answers[4:]), answers
 
 
 def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, monkeypatch, capsys):
@@ -630,6 +671,7 @@ def test_course_check_runs_in_the_sandbox(course, tmp_path):
 def test_a_call_that_never_returns_costs_at_most_two_time_limits(tmp_path):
     """A part whose every call hangs stops after two timeouts: N checks never cost N time limits."""
     from selfcheck.student import MAX_TIMEOUTS, StudentError
+    from selfcheck.student import WALL_FACTOR
     student = _student(tmp_path, "def spin():\n    while True:\n        pass\n", time_limit=1.0)
     kinds, started = [], time.monotonic()
     try:
@@ -640,9 +682,71 @@ def test_a_call_that_never_returns_costs_at_most_two_time_limits(tmp_path):
     finally:
         student.close()
     elapsed = time.monotonic() - started
-    assert elapsed < MAX_TIMEOUTS * 1.0 + 3.0, elapsed
+    assert elapsed < MAX_TIMEOUTS * WALL_FACTOR * 1.0 + 3.0, elapsed
     assert all(kind == "timeout" for kind, _ in kinds)
-    assert "longer than 1 s" in kinds[0][1] and "not run" in kinds[-1][1]
+    assert "1 s of CPU time" in kinds[0][1] and "not run" in kinds[-1][1], kinds
+
+
+def test_a_sandbox_gets_one_core_whatever_it_forks(tmp_path):
+    """As root, all the processes of one sandbox share one core (its cgroup's CPU quota), so a
+    submission that forks cannot take the machine from its neighbours; the sandbox's CPU count,
+    which the limits read, holds every one of them."""
+    with open("/proc/cgroups") as fh:           # subsys_name hierarchy num_cgroups enabled
+        cpu = [line.split() for line in fh if line.startswith("cpu\t")]
+    if not ISOLATED or os.geteuid() != 0 or not cpu or cpu[0][3] != "1":
+        pytest.skip(f"the CPU cap is a cgroup's, set by a grader that runs as root: {sandbox.describe()}")
+    with _student(tmp_path, SPIN, time_limit=30.0) as student:
+        student.start()
+        before = student.cpu_seconds()
+        used, wall = student.spinners(8, 2.0)
+        counted = student.cpu_seconds() - before
+    assert used / wall < sandbox.CPU_CORES + 0.3, (used, wall)
+    assert counted >= 0.95 * used, (counted, used)
+
+
+LOADED = """
+import json, os, subprocess, sys, tempfile, time
+from autograder import sandbox
+from selfcheck.student import Student, StudentError
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})         # one core, and four spinning on it,
+load = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(4)]                                          # each its own session, as users' are
+folder = tempfile.mkdtemp()
+os.chmod(folder, 0o755)
+out = {}
+try:
+    with Student([("probe", sys.argv[1])], workdir=folder, time_limit=1.0,
+                 jail=sandbox.jail(announce=False)) as student:
+        student.start()
+        for name, args in (("work", [0.3]), ("spin", [])):
+            began = time.monotonic()
+            try:
+                out[name] = getattr(student, name)(*args)
+            except StudentError as exc:
+                out[name] = [exc.kind, exc.message]
+            out[name + " seconds"] = time.monotonic() - began
+finally:
+    for proc in load:
+        proc.kill()
+        proc.wait()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("who", ["root", "ordinary user"])
+def test_limits_are_cpu_time_not_the_machines_load(who):
+    """On a core shared with four spinning processes, a call that needs 0.3 s of CPU time runs
+    past its 1 s limit in wall-clock time and still returns its answer; a call that spins is a
+    timeout, named as one, within the wall-clock backstop."""
+    from selfcheck.student import WALL_FACTOR
+    if who == "root" and os.geteuid() != 0:
+        pytest.skip("the grader does not run as root here")
+    report = _report_of([sys.executable, "-c", LOADED, SPIN], who)
+    assert report["work seconds"] > 1.0, report         # the load slowed it past the limit ...
+    assert report["work"] == 1, report                 # ... and it is not a timeout
+    kind, message = report["spin"]
+    assert kind == "timeout" and message.startswith("running spin") and "CPU time" in message, report
+    assert report["spin seconds"] < WALL_FACTOR * 1.0 + 2.0, report
 
 
 def test_memory_limit_is_the_operating_systems(tmp_path):

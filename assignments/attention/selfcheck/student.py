@@ -7,11 +7,19 @@ limit, and returns the plain-data answer. A name the notebook's *given* cells
 define (``student.tiny_forward``) runs the given code on this side instead,
 calling the student's functions remotely, so no student cell can replace it.
 
-Limits: each call waits at most ``time_limit`` seconds, and all calls of one
-handle together at most ``budget`` seconds; after ``MAX_TIMEOUTS`` timed-out
-calls, or once the budget is spent, every later call fails at once (status
-timeout, "not run"). The process is killed, with every process it started,
-on a timeout or when the check is done. A crash or a timeout becomes a
+Limits are CPU time, so a call slowed down by a loaded machine is not cut
+short: each call may use ``time_limit`` seconds of CPU time, and all of one
+handle's processes together ``budget`` seconds (what its processes use between
+calls counts too). The CPU time is the sandbox's own count where it has one
+(``Launch.cpu``: its cgroup, as root), else that of the process and its
+descendants read from ``/proc`` (children that exit unwaited-for, or leave the
+tree, are missed there: the wall clock below still ends the call); where
+neither exists (no ``/proc``) the limits are wall-clock seconds. A wall-clock
+backstop, ``WALL_FACTOR`` times each limit, ends a call, and a part, that
+waits, sleeps or is blocked. After ``MAX_TIMEOUTS`` timed-out calls, or once
+the budget is spent, every later call fails at once (status timeout, "not
+run"). The process is killed, with every process it started, on a timeout or
+when the check is done. A crash or a timeout becomes a
 :class:`StudentError` with a reason a student can act on; a process that
 never said "ready" (the sandbox could not start it) is an
 :class:`InfrastructureError`: the grader's failure, never the student's.
@@ -23,7 +31,9 @@ the student's call ends both. At grading, ``jail`` is the sandbox of
 ``autograder/sandbox.py``, which decides what each process can see.
 """
 
+import contextlib
 import json
+import math
 import os
 import resource
 import select
@@ -44,6 +54,9 @@ _TOKEN = "SELFCHECK_STUDENT_TOKEN"
 MAX_RESTARTS = 3        # crashes survived before the student's code counts as broken
 MAX_TIMEOUTS = 2        # calls that may time out before the remaining ones are not run
 STARTUP_SECONDS = 60    # for the process to say "ready" (a loaded machine, never the student's time)
+WALL_FACTOR = 3         # a call, and a part, may run this many times its CPU limit in wall-clock time
+RLIMIT_MARGIN = 5       # CPU seconds over a process's allowance before the kernel stops it (its start)
+POLL_SECONDS = (0.05, 1.0)    # how often a running call's CPU time is read, at least and at most
 MESSAGE_CHARS = 2000    # of any message from the student's process
 GIVEN_MAX_NUMBERS = 100_000   # in one answer the given code (run by the grader) computes on
 
@@ -99,6 +112,85 @@ def _size(value):
     return 1
 
 
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _tree_cpu_seconds(root):
+    """CPU seconds used by process ``root`` and its descendants, those alive and those one of
+    them waited for, from /proc; None when ``root`` is not there."""
+    children, used = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(name))
+        used[int(name)] = sum(int(f) for f in fields[11:15])      # utime stime cutime cstime
+    if root not in used:
+        return None
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += used.get(pid, 0)
+        todo += children.get(pid, [])
+    return total / _TICKS
+
+
+def _tree_meter(root):
+    """``_tree_cpu_seconds(root)`` that never goes back: the count drops when the tree ends, or a
+    child exits that nobody waits for, and CPU time once used stays used."""
+    last = [0.0]
+
+    def meter():
+        now = _tree_cpu_seconds(root)
+        if now is not None and now > last[0]:
+            last[0] = now
+        return last[0]
+    return meter
+
+
+class _Clock:
+    """When one call must end: once its processes have used ``cpu`` seconds of CPU time since
+    the meter read ``first`` (``meter`` None: wall-clock time only) or after ``wall`` seconds,
+    whichever comes first."""
+
+    def __init__(self, meter, cpu, wall, first=0.0):
+        self.meter, self.cpu, self.wall, self.first = meter, cpu, wall, first
+        self.started = time.monotonic()
+        self._end = self.started + wall
+        self._look = self.started               # when to read the meter next
+        self.used = 0.0                         # CPU seconds, when last read
+        self.expired = None                     # "cpu" or "wall", once the call has run out
+
+    def wait(self):
+        """Seconds to wait before looking again; None once a limit is reached."""
+        now = time.monotonic()
+        if now >= self._end:
+            self.expired = "wall"
+            if self.meter is not None:
+                self.used = self.meter() - self.first
+            return None
+        if self.meter is None:
+            return self._end - now
+        if now >= self._look:
+            self.used = self.meter() - self.first
+            left = self.cpu - self.used
+            if left <= 0:
+                self.expired = "cpu"
+                return None
+            # every core could be busy: look again before the rest could have been used
+            self._look = now + min(max(left / (os.cpu_count() or 1), POLL_SECONDS[0]), POLL_SECONDS[1])
+        return min(self._end, self._look) - now
+
+    def extend(self, seconds):
+        """Time the call spent waiting on the grader (starting the stand-ins) is never its own."""
+        self._end += seconds
+        self._look += seconds
+
+
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -110,10 +202,11 @@ class Launch:
     """How to start one process: the command before ours, its environment, where our code and
     its working folder are as the process sees them, and what to release when it is gone."""
 
-    def __init__(self, prefix, env, code_root, python, preexec, *, workdir, scratch, release=None):
+    def __init__(self, prefix, env, code_root, python, preexec, *, workdir, scratch, release=None, cpu=None):
         self.prefix, self.env, self.code_root, self.python = prefix, env, code_root, python
         self.preexec, self.workdir, self.scratch = preexec, workdir, scratch
         self._release = release
+        self.cpu = cpu          # CPU seconds the sandbox's processes used so far, if it counts them
 
     def release(self):
         if self._release is not None:
@@ -150,7 +243,7 @@ class Student:
     """A notebook's code running in a process of its own."""
 
     def __init__(self, program, *, workdir, time_limit=10.0, budget=None, memory_mb=1024,
-                 cpu_limit=120, jail=None, label="your notebook", stand_ins=None, serve=None,
+                 cpu_limit=None, jail=None, label="your notebook", stand_ins=None, serve=None,
                  max_timeouts=MAX_TIMEOUTS):
         if not isinstance(program, Program):
             program = Program(cells=[tuple(c) for c in program])
@@ -162,7 +255,8 @@ class Student:
         self.time_limit = float(time_limit)
         self.budget = float(budget) if budget else None
         self.memory_mb = int(memory_mb)
-        self._cpu = int(cpu_limit)
+        # the most CPU time one process may use in all (RLIMIT_CPU): the budget, unless told
+        self._cpu_limit = math.ceil(cpu_limit or self.budget or self.time_limit) + RLIMIT_MARGIN
         self._jail = jail or _Unconfined
         self._stand_ins = stand_ins          # starts the process answering other parts' functions
         self._serve = serve                  # (fds, names): this process is such a process
@@ -174,8 +268,13 @@ class Student:
         self._restarts = 0
         self._timeouts = 0
         self._max_timeouts = max_timeouts      # None: never give up on timeouts (the stand-ins)
-        self._spent = 0.0
+        self._spent = 0.0               # of the budget: CPU seconds (wall-clock ones without a meter)
+        self._wall = 0.0                # wall-clock seconds of all calls, for the part's backstop
         self._ours = 0.0
+        self._meter = None              # the current process's CPU seconds so far, see _start
+        self._by_cpu = None             # whether the limits count CPU time (known once started)
+        self._seen = 0.0                # the meter when last charged to the budget
+        self._stand_in_base = 0.0       # the stand-ins' CPU time when they were ready
         self._token = uuid.uuid4().hex
         self.broken = None          # a StudentError that ends every later call
         self.load_errors = []       # cells that raised while loading
@@ -192,7 +291,7 @@ class Student:
     def _start(self):
         try:
             self._launch = self._jail.launch(workdir=self._workdir, env=self._env(), code_root=_HERE,
-                                             memory_mb=self.memory_mb, cpu_seconds=self._cpu)
+                                             memory_mb=self.memory_mb, cpu_seconds=self._cpu_limit)
         except Exception as exc:  # noqa: BLE001 - no uid, no cgroup, no sandbox: ours to fix
             raise InfrastructureError(f"the sandbox could not be prepared: {exc}") from None
         launch = self._launch
@@ -223,11 +322,15 @@ class Student:
                 os.close(fd)
         self._answers = os.fdopen(read_fd, "rb")
         self._chunks, self._size = [], 0
-        line = self._readline(time.monotonic() + STARTUP_SECONDS)
+        line = self._readline(_Clock(None, None, STARTUP_SECONDS))
         if not line or not line.startswith(b'{"op": "ready"'):
             why = self._startup_failure()
             self.close()
             raise InfrastructureError(f"the sandbox for {self.label} did not start: {why}")
+        pid = self._proc.pid
+        self._meter = launch.cpu or (_tree_meter(pid) if os.path.exists(f"/proc/{pid}/stat") else None)
+        self._by_cpu = self._meter is not None
+        self._seen = self.cpu_seconds() or 0.0
         reply = self._request(load, what="loading " + self.label)
         self.load_errors = [dict(e, error=wire.clean_text(e.get("error", ""), MESSAGE_CHARS),
                                  cell=wire.clean_text(e.get("cell", ""), 200))
@@ -243,6 +346,7 @@ class Student:
             return {"ok": False, "error": "no other part's functions are answered here"}
         names = [n for c in self._cells if len(c) > 2 for n in c[2]]
         self._stand_in_process = self._stand_ins.start(tuple(self._pipes), names)
+        self._stand_in_base = self._stand_in_process.cpu_seconds() or 0.0
         for fd in self._pipes:
             os.close(fd)
         self._pipes = []
@@ -259,8 +363,32 @@ class Student:
             said = ""
         return wire.clean_text(said.splitlines()[-1] if said else f"it exited with {self._proc.returncode}", 300)
 
+    def cpu_seconds(self):
+        """CPU seconds the current process (with everything it started) has used, as its sandbox
+        counts them, and the stand-ins it called since they were ready; None: not counted here."""
+        if self._meter is None:
+            return None
+        try:
+            used = self._meter()
+        except OSError as exc:
+            raise InfrastructureError(f"the sandbox's CPU time could not be read: {exc}") from None
+        if self._stand_in_process is not None:
+            used += (self._stand_in_process.cpu_seconds() or 0.0) - self._stand_in_base
+        return used
+
+    def _charge(self):
+        """Add the CPU time used since the last charge to the budget (calls, and threads left
+        running between them)."""
+        if self._meter is not None:
+            now = self.cpu_seconds()
+            self._spent += now - self._seen
+            self._seen = now
+
     def close(self):
         """Kill the process (and the stand-ins' process) and everything they started."""
+        with contextlib.suppress(InfrastructureError):      # a count that fails must not stop the kill
+            self._charge()
+        self._meter = None
         if self._stand_in_process is not None:
             self._stand_in_process.close()
             self._stand_in_process = None
@@ -291,20 +419,21 @@ class Student:
         self.close()
 
     # -- requests ---------------------------------------------------------
-    def _readline(self, deadline):
-        """One line from the answer pipe (at most wire.MAX_BYTES), b"" at EOF, None at the deadline."""
+    def _readline(self, clock):
+        """One line from the answer pipe (at most wire.MAX_BYTES), b"" at EOF, None once ``clock``
+        has run out."""
         while True:
             if self._chunks and b"\n" in self._chunks[-1]:
                 data = b"".join(self._chunks)
                 line, _, rest = data.partition(b"\n")
                 self._chunks, self._size = ([rest] if rest else []), len(rest)
                 return line
-            left = deadline - time.monotonic()
-            if left <= 0:
+            left = clock.wait()
+            if left is None:
                 return None
             ready, _, _ = select.select([self._answers], [], [], left)
             if not ready:
-                return None
+                continue
             chunk = os.read(self._answers.fileno(), 1 << 20)
             if not chunk:
                 return b""
@@ -336,48 +465,79 @@ class Student:
         except (BrokenPipeError, OSError):
             raise self._died(what) from None
 
-    def _timed_out(self, what, limit):
+    def _budget_spent(self):
+        """Which time budget of the part is used up ("" while there is time left)."""
+        if self.budget is None:
+            return ""
+        if self._spent >= self.budget:
+            return f"time budget of {self.budget:g} s" + (" of CPU time" if self._by_cpu else "")
+        if self._by_cpu and self._wall >= WALL_FACTOR * self.budget:
+            return (f"time budget of {WALL_FACTOR * self.budget:g} s of wall-clock time, {WALL_FACTOR} times "
+                    f"its {self.budget:g} s of CPU time")
+        return ""
+
+    def _out_of_time(self, spent):
+        self.broken = StudentError("timeout", f"not run: this part used up its {spent}: "
+                                              "calls that each take long add up")
+
+    def _timed_out(self, what, clock):
         self.close()
         self._timeouts += 1
-        if self.budget is not None and self._spent >= self.budget:
-            self.broken = StudentError(
-                "timeout", f"not run: this part used up its time budget of {self.budget:g} s "
-                           "(calls that each take long add up)")
-            return StudentError("timeout", f"{what} ran past this part's time budget of {self.budget:g} s")
-        error = StudentError("timeout", f"{what} took longer than {limit:g} s "
-                                        "(an endless loop, or far too slow)")
+        spent = self._budget_spent()
+        if spent:
+            self._out_of_time(spent)
+            return StudentError("timeout", f"{what} ran past this part's {spent}")
+        if clock.expired == "cpu":
+            took = f"took more than {clock.cpu:g} s of CPU time (an endless loop, or far too slow)"
+        elif self._by_cpu:
+            took = (f"did not finish within {clock.wall:g} s of wall-clock time (it used {clock.used:.1f} s "
+                    f"of its {clock.cpu:g} s of CPU time: it waits, sleeps, or could not get a CPU)")
+        else:
+            took = f"took longer than {clock.wall:g} s (an endless loop, or far too slow)"
+        error = StudentError("timeout", f"{what} {took}")
         if self._max_timeouts is not None and self._timeouts >= self._max_timeouts:
+            limit = (f"{self.time_limit:g} s of CPU time, or {WALL_FACTOR * self.time_limit:g} s of "
+                     "wall-clock time," if self._by_cpu else f"{self.time_limit:g} s")
             self.broken = StudentError(
-                "timeout", f"not run: {self._timeouts} earlier calls took longer than "
-                           f"{self.time_limit:g} s each (an endless loop, or far too slow), "
-                           "so the rest of this part was stopped")
+                "timeout", f"not run: {self._timeouts} earlier calls took more than {limit} each "
+                           "(an endless loop, or far too slow), so the rest of this part was stopped")
         return error
 
     def _request(self, request, *, what):
-        if self.budget is not None and self._spent >= self.budget:
-            self.broken = StudentError("timeout", f"not run: this part used up its time budget of "
-                                                  f"{self.budget:g} s (calls that each take long add up)")
+        self._charge()                       # what its processes used since the last call counts too
+        spent = self._budget_spent()
+        if spent:
+            self._out_of_time(spent)
             raise StudentError(self.broken.kind, self.broken.message)
         request["nonce"] = uuid.uuid4().hex
-        limit = self.time_limit if self.budget is None else min(self.time_limit, self.budget - self._spent)
-        started = time.monotonic()
+        cpu, wall = self.time_limit, self.time_limit
+        if self.budget is not None:
+            cpu = min(cpu, self.budget - self._spent)
+            wall = cpu if not self._by_cpu else min(wall, self.budget - self._wall / WALL_FACTOR)
+        clock = (_Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen) if self._by_cpu
+                 else _Clock(None, cpu, wall))
         self._ours = 0.0                     # time spent starting the stand-ins: never the student's
         try:
-            reply = self._exchange(request, started + limit, what)
+            reply = self._exchange(request, clock, what)
         finally:
-            self._spent += time.monotonic() - started - self._ours
+            took = time.monotonic() - clock.started - self._ours
+            self._wall += took
+            if not self._by_cpu:
+                self._spent += took
+            self._charge()
         if reply is None:
-            raise self._timed_out(what, limit)
+            raise self._timed_out(what, clock)
         if not isinstance(reply, dict) or reply.get("nonce") != request["nonce"]:
             self.close()
             raise StudentError("error", f"{what} gave an answer out of turn")
         return reply
 
-    def _exchange(self, request, deadline, what):
-        """Send a request and wait for its reply, answering stand-in calls meanwhile; None at the deadline."""
+    def _exchange(self, request, clock, what):
+        """Send a request and wait for its reply, answering stand-in calls meanwhile; None once
+        ``clock`` has run out."""
         self._send(request, what)
         while True:
-            line = self._readline(deadline)
+            line = self._readline(clock)
             if line is None:
                 return None
             if line == b"":
@@ -392,7 +552,7 @@ class Student:
             began = time.monotonic()
             answer = self._start_stand_ins()
             self._ours += time.monotonic() - began
-            deadline += time.monotonic() - began
+            clock.extend(time.monotonic() - began)
             self._send(answer, what)
 
     def _ensure(self):

@@ -57,7 +57,8 @@ class _Session:
     def handle(self):
         if self.student is None:
             self.student = Student(self.program, workdir=FOLDER, time_limit=self.info["time_per_test"],
-                                   memory_mb=self.info["memory_mb"], label=os.path.basename(self.path))
+                                   cpu_limit=self.info["time_per_part"], memory_mb=self.info["memory_mb"],
+                                   label=os.path.basename(self.path))
         return self.student
 
     def load_failures(self):
