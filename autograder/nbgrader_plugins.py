@@ -30,6 +30,7 @@ import glob
 import os
 import re
 import shutil
+import stat
 
 import bleach
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
@@ -39,9 +40,7 @@ from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 from nbgrader.utils import check_mode, parse_utc
 
-from autograder import submission_time
-
-from autograder import handin
+from autograder import handin, submission_time
 
 try:
     import pwd

@@ -12,7 +12,6 @@ import time
 import tokenize
 
 import numpy as np
-import pytest
 
 from autograder import cohort, cohort_report, similarity
 from autograder.results import Submission
