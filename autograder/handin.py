@@ -15,6 +15,8 @@ import contextlib
 import os
 import stat
 
+from autograder import submission_time
+
 _BASE = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _FOLDER = _BASE | os.O_NOFOLLOW
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -132,10 +134,17 @@ def left_out(fd, keep):
                   or (path not in keep and not (kind == "folder" and path in folders)))
 
 
+# written by nbgrader into every hand-in (submit, then collect): nbgrader needs them downstream
+SECRET = "submission_secret.txt"
+EXCHANGE_FILES = (submission_time.NAME, SECRET)
+MAX_EXCHANGE_FILE = 200
+
+
 def declared(release):
     """The files a hand-in of the assignment released in ``release`` may carry: the relative path
-    of every file of the release (the notebook, its support files), and the exchange's timestamp."""
-    found = {"timestamp.txt"}
+    of every file of the release (the notebook, its support files), and the two nbgrader's exchange
+    adds: the timestamp, and the secret that names the hand-in's feedback (release_feedback reads it)."""
+    found = set(EXCHANGE_FILES)
     for top, dirs, files in os.walk(release):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         found.update(os.path.relpath(os.path.join(top, f), release) for f in files)

@@ -36,6 +36,7 @@ from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse
 
 
 
+
 def as_released(raw, release):
     """The notebook ``raw`` as nbgrader may read it, and why it cannot be this release's hand-in
     (None when it can), as grading decides.
@@ -66,7 +67,7 @@ def as_released(raw, release):
 
 def read_handin(base, student, assignment, release_dir, stub=True):
     """The hand-in ``base/<student>/<assignment>`` as nbgrader may read it: the release's
-    notebooks and the timestamp, read through the reader, and nothing else.
+    notebooks, the timestamp and the submission's secret, read through the reader, and nothing else.
 
     Returns ``(files, problems, left_out)``: ``{name: bytes}``, why each notebook refused or
     unreadable was not read (staged as the released one with ``stub``, else left out),
@@ -103,6 +104,14 @@ def read_handin(base, student, assignment, release_dir, stub=True):
                 files[submission_time.NAME] = stamp
             except handin.Refused as exc:
                 left_out.append(f"{submission_time.NAME} ({exc})")
+        if handin.SECRET in found:         # names the hand-in's feedback folder at release_feedback
+            try:
+                secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE)
+                if len(secret) > handin.MAX_EXCHANGE_FILE:
+                    raise handin.Refused("too large")
+                files[handin.SECRET] = secret
+            except handin.Refused as exc:
+                left_out.append(f"{handin.SECRET} ({exc})")
         left_out += [p for p in handin.left_out(fd, handin.declared(release_dir)) if p not in notebooks]
     return files, problems, left_out
 

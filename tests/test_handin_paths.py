@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from autograder import cohort, nbgrader_bridge, release
+from autograder import cohort, exchange, nbgrader_bridge, release
 from test_nbgrader_paths import _call, _free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -223,16 +223,18 @@ def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_
     """``nbgrader collect``: the notebook and the release's files come, a handed-in page does not,
     and the command names what it left out."""
     nbgrader_bridge.write_course_folder(course, str(tmp_path))
-    nbgrader_bridge.setup_exchange(course, str(tmp_path))
+    exchange.setup(course, str(tmp_path))
     inbound = tmp_path / "exchange" / course.course_id / "inbound"
     name = f"{FULL}+{assignment.id}+2026-12-01 10:00:00.000000 UTC+abc123"
     _hand_in(course, str(inbound / "tmp"), FULL, assignment, cohort.solved(course, assignment), {"notes.html": NOTES})
     os.rename(inbound / "tmp" / FULL / assignment.id, inbound / name)
     shutil.rmtree(inbound / "tmp")
     (inbound / name / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
+    (inbound / name / "submission_secret.txt").write_text("a secret of nbgrader's submit")
     proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     collected = tmp_path / "submitted" / FULL / assignment.id
     assert (collected / assignment.notebook).exists() and (collected / "test_softmax.py").exists()
     assert not (collected / "notes.html").exists()
+    assert (collected / "submission_secret.txt").read_text() == "a secret of nbgrader's submit"   # release_feedback's
     assert "notes.html (not part of the release)" in proc.stderr, proc.stderr[-3000:]

@@ -53,7 +53,7 @@ def test_a_cell_the_student_added_keeps_only_its_definitions_and_its_place():
     prog = program(_submission(added), RELEASE)
     labels = [label for label, *_ in prog.cells]
     assert labels == ["imports", "square", "a cell you added", "twice"]
-    assert prog.cells[2][1] == "import numpy as np\n\ndef helper():\n    return 1"
+    assert prog.cells[2][1] == "import numpy as np\ndef helper():\n    return 1"
 
 
 def test_grading_one_part_runs_its_cells_and_stand_ins_for_the_parts_it_uses():
