@@ -9,8 +9,7 @@ account); everyone else gets 403 there. Each spawned server gets the nbgrader ex
 role (deploy/jupyter/<role>/) and the course's exchange and id (deploy/jupyter/course/).
 
 Run as root from the course's environment, in a folder of its own (its database and cookie
-secret are written there): `/opt/attention-course/bin/jupyterhub -f deploy/jupyterhub_config.py`.
-Settings come from the environment:
+secret are written there); README, "On a JupyterHub". Settings come from the environment:
 
 COURSE_YAML             the course folder's course.yaml (default: the course this environment
                         was installed from)
@@ -72,9 +71,9 @@ def course_groups(name):
 
 
 class CourseAuthenticator(PAMAuthenticator):
-    """PAM logins; the hub's course groups follow the account's Unix groups, at each login and
-    each refresh (`auth_refresh_age`, 5 minutes), so a TA added or removed with `usermod` is
-    one within minutes."""
+    """PAM logins; the hub's course groups follow the account's Unix groups, read at each login
+    and again every `auth_refresh_age` (five minutes), so a TA taken out of the group with
+    `gpasswd -d` loses formgrader without logging out."""
 
     async def authenticate(self, handler, data):
         name = await super().authenticate(handler, data)

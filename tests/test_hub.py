@@ -16,6 +16,7 @@ import glob
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import socket
@@ -41,6 +42,7 @@ BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HUB_CONFIG = os.path.join(ROOT, "deploy", "jupyterhub_config.py")
 SHOTS = os.path.join(ROOT, "artifacts", "hub")
+REFRESH = 2          # seconds between the hub's reads of an account's groups (five minutes by default)
 COMMENT = "Right: the query lines up with one key far more than with the others."
 
 
@@ -131,7 +133,8 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
                "COURSE_GRADER": grader, "COURSE_FORMGRADER_PORT": str(_free_port())}
         cmd = [os.path.join(BIN, "jupyterhub"), "-f", HUB_CONFIG, f"--JupyterHub.bind_url=http://127.0.0.1:{port}",
                f"--JupyterHub.hub_bind_url=http://127.0.0.1:{_free_port()}",
-               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}"]
+               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}",
+               f"--Authenticator.auth_refresh_age={REFRESH}"]
         log_path = os.path.join(state, "jupyterhub.log")
         with python_shown() as show, open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT,
@@ -155,6 +158,21 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
                     proc.wait()
                 os.makedirs(SHOTS, exist_ok=True)
                 shutil.copy(log_path, SHOTS)      # the hub's log, its servers' and the service's
+
+
+def test_the_hub_will_not_start_servers_no_account_can_run(tmp_path):
+    """Started from an environment other accounts cannot enter (here Python is under /root, 0700),
+    the hub stops at once, saying where, instead of failing at each student's first login."""
+    pytest.importorskip("jupyterhub", reason="JupyterHub is the `hub` extra: `make test` installs it")
+    parts = os.path.realpath(sys.executable).split(os.sep)
+    if all(os.stat(os.sep.join(parts[:i])).st_mode & 0o001 for i in range(2, len(parts) + 1)):
+        pytest.skip(f"Python here ({sys.base_prefix}) is reachable by every account")
+    done = subprocess.run([os.path.join(BIN, "jupyterhub"), "-f", HUB_CONFIG], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    found = re.search(r"error: (\S+) is not reachable by other accounts \((\S+) is closed to them\)", done.stderr)
+    assert done.returncode != 0 and found, done.stderr[-2000:]
+    assert found[1] == sys.executable and not os.stat(found[2]).st_mode & 0o001
+    assert not os.listdir(tmp_path)               # no database, no cookie secret, no proxy started
 
 
 def _quiet_lab(entry):
@@ -221,6 +239,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
         page = pages[name] = _log_in(browser, hub, name)
         menu = _nbgrader_menu(page)
         assert menu == ["Assignment List"], menu
+        assert not page.get_by_text("Create Assignment").count()
         released = _assignment_list(page)
         released.locator(".list_item", has_text="attention").get_by_role("button", name="Fetch").click()
         page.locator("#fetched_assignments_list .list_item", has_text="attention").first.wait_for()
@@ -264,12 +283,12 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     assert response.status == 403, (response.status, response.url)
 
     ta = _log_in(browser, hub, hub.ta)
-    menu = _nbgrader_menu(ta)
-    assert "Formgrader" not in menu, menu
+    # formgrader is the service's, not in their lab; Create Assignment is (the menu and the right sidebar)
+    assert _nbgrader_menu(ta) == ["Assignment List", "Create assignment"]
+    ta.get_by_text("Create Assignment").wait_for()
     _shot(ta, "ta-1-lab", SHOTS)
     ta.goto(f"{hub.url}/hub/home")
-    ta.get_by_role("button", name="Services").click() if ta.get_by_role("button", name="Services").count() \
-        else ta.get_by_text("Services").click()
+    ta.get_by_role("button", name="Services").click()
     ta.get_by_role("link", name=course.course_id).click()
     ta.locator("#main-table").wait_for()
     _shot(ta, "ta-2-formgrader", SHOTS)
@@ -324,6 +343,13 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
             earned = part.points if part in written[name] else 0
             assert f"{part.id}: {earned:g} / {part.points:g}" in text, (name, part.id)
         assert (COMMENT in text) == (name == ada), name
+
+    # a TA taken out of the group loses formgrader at the hub's next read of the groups
+    subprocess.run(["gpasswd", "-d", hub.ta, f"formgrade-{course.course_id}"], check=True, capture_output=True)
+    time.sleep(REFRESH + 1)
+    ta.goto(f"{hub.url}/hub/home")
+    _shot(ta, "ta-8-removed", SHOTS)
+    assert not ta.get_by_role("button", name="Services").count()
 
 
 def _nbgrader_menu(page):
