@@ -6,7 +6,8 @@ and `formgrade-<course_id>` (instructors and TAs). Only their members log in; at
 hub copies the account's membership into its own groups of the same names. The second group's
 role grants access to the service `<course_id>` (formgrader in the course folder, as the grading
 account); everyone else gets 403 there. Each spawned server gets the nbgrader extensions of its
-role (deploy/jupyter/<role>/) and the course's exchange and id (deploy/jupyter/course/).
+role (deploy/jupyter/<role>/) and the course's exchange and id (deploy/jupyter/course/), copied
+into the course's environment at each start, since the course folder is private.
 
 Run as root from the course's environment, in a folder of its own (its database and cookie
 secret are written there); README, "On a JupyterHub". Settings come from the environment:
@@ -19,6 +20,7 @@ COURSE_FORMGRADER_PORT  the port formgrader listens on, on 127.0.0.1 (default: 9
 import grp
 import os
 import pwd
+import shutil
 import stat
 import sys
 
@@ -48,14 +50,15 @@ def _unreadable(path):
     return None
 
 
-# Every server the hub spawns runs this environment's Python as its user: a course environment
-# under /root or a private home would fail at each student's first login, so say it now.
+# Every server the hub spawns runs this environment's Python as its user, and reads its role's
+# settings from it: an environment under /root or a private home would fail at each student's
+# first login, so say it now.
 for needed in (sys.executable, os.path.join(BIN, "jupyterhub-singleuser")):
     blocked = _unreadable(needed)
     if blocked:
         sys.exit(f"error: {needed} is not reachable by other accounts ({blocked} is closed to them): "
-                 f"install the course's environment where every account can read it, e.g. /opt "
-                 f"(README, 'On a JupyterHub')")
+                 "install the course's environment where every account can read it, e.g. /opt "
+                 "(README, 'On a JupyterHub')")
 for name, kind in ((STUDENTS, "group"), (GRADERS, "group"), (GRADER, "account")):
     try:
         (grp.getgrnam if kind == "group" else pwd.getpwnam)(name)
@@ -100,8 +103,15 @@ if os.path.exists(proxy):
 exchange = {"COURSE_ID": course.course_id, "COURSE_EXCHANGE_ROOT": nbgrader_bridge.exchange_root(course)}
 
 
+# The course folder, which holds this file, is the grading account's alone: the servers' settings
+# are copied into the course's environment, where their users can read them.
+SETTINGS = os.path.join(sys.prefix, "etc", "course-hub")
+shutil.rmtree(SETTINGS, ignore_errors=True)
+shutil.copytree(os.path.join(HERE, "jupyter"), SETTINGS)
+
+
 def _extensions(role):
-    return os.pathsep.join(os.path.join(HERE, "jupyter", d) for d in (role, "course"))
+    return os.pathsep.join(os.path.join(SETTINGS, d) for d in (role, "course"))
 
 
 c.JupyterHub.spawner_class = "localprocess"
@@ -121,6 +131,6 @@ c.JupyterHub.services = [{
     "user": GRADER,
     "cwd": course.root,
     "oauth_no_confirm": True,
-    "environment": {"JUPYTER_CONFIG_PATH": os.path.join(HERE, "jupyter", "formgrader"),
+    "environment": {"JUPYTER_CONFIG_PATH": os.path.join(SETTINGS, "formgrader"),
                     "JUPYTERHUB_DEFAULT_URL": "/formgrader"},
 }]

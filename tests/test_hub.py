@@ -96,6 +96,7 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
     course_id = f"attention-{accounts.tag}"
     root = os.path.join(folder, "course")
     copy_course(root)
+    shutil.copytree(os.path.join(ROOT, "deploy"), os.path.join(root, "deploy"))   # as in a clone: private too
     with open(os.path.join(root, "course.yaml")) as fh:
         raw = yaml.safe_load(fh)
     only_first(raw)
@@ -131,7 +132,7 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
         port = _free_port()
         env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "LANG": "C.UTF-8", "COURSE_YAML": yaml_path,
                "COURSE_GRADER": grader, "COURSE_FORMGRADER_PORT": str(_free_port())}
-        cmd = [os.path.join(BIN, "jupyterhub"), "-f", HUB_CONFIG, f"--JupyterHub.bind_url=http://127.0.0.1:{port}",
+        cmd = [os.path.join(BIN, "jupyterhub"), "-f", os.path.join(root, "deploy", "jupyterhub_config.py"), f"--JupyterHub.bind_url=http://127.0.0.1:{port}",
                f"--JupyterHub.hub_bind_url=http://127.0.0.1:{_free_port()}",
                f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}",
                f"--Authenticator.auth_refresh_age={REFRESH}"]
