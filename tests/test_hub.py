@@ -6,7 +6,8 @@ on 127.0.0.1 and goes through a term in the browser: each student logs in with P
 `attention` in the Assignments tab, writes the reference solution (one of them half of it), runs a
 check cell, presses Validate and submits; a student is refused at formgrader; the TA opens formgrader
 through the hub's Services menu, collects, autogrades (as the grading account: the same scores as
-`course grade`), grades a written answer and releases feedback; each student fetches their own.
+`course grade`), grades a written answer and releases feedback; each student fetches their own;
+and the TA, taken out of the group, loses formgrader's link.
 The hub is stopped and the accounts and groups removed whatever happens. Screenshots of each step
 are left in artifacts/hub/.
 """
@@ -31,10 +32,10 @@ import yaml
 
 from autograder import cohort, config, pipeline
 from selfcheck.program import grade_id
-from test_accounts import Accounts, accounts, python_shown  # noqa: F401 - accounts is a fixture
+from test_accounts import accounts, python_shown  # noqa: F401 - accounts is a fixture
 from test_batch import only_first
 from test_browser import (LAB_SETTINGS, _assignment_list, _cells, _hand_grade, _index, _run,  # noqa: F401
-                          _score_cells, _shot, _validate, browser, sync_api)
+                          _score_cells, _shot, _validate, browser)
 
 pytestmark = pytest.mark.slow
 
