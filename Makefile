@@ -5,11 +5,12 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# the tests and the benchmark also grade on Dask, keep a gradebook on PostgreSQL and drive
-# Chromium through Playwright (the system's browser: it downloads none)
+# the tests and the benchmark also grade on Dask, keep a gradebook on PostgreSQL, drive
+# Chromium through Playwright (the system's browser: it downloads none) and run a JupyterHub
 EXTRAS := $(VENV)/.installed-extras
+HUB    := $(VENV)/.installed-hub
 
-.PHONY: demo test check release bench experiment clean sandbox postgres browser
+.PHONY: demo test check release bench experiment clean sandbox postgres browser hub proxy
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,8 +19,23 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(EXTRAS): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test]'
+	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub]'
 	@touch $(EXTRAS)
+
+# The course on a JupyterHub (deploy/jupyterhub_config.py): JupyterHub from PyPI, and its proxy,
+# configurable-http-proxy, from npm into the same environment (the configuration finds it there).
+# `make hub VENV=/opt/attention-course PYTHON=/usr/bin/python3` builds that environment where
+# every account can read it (README, "On a JupyterHub"). Without npm the hub test is skipped.
+$(HUB): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[hub]'
+	@touch $(HUB)
+
+hub: $(HUB) proxy
+
+proxy:
+	@test -x $(BIN)/configurable-http-proxy || \
+	  { command -v npm >/dev/null 2>&1 && npm install --global --silent --prefix $(VENV) configurable-http-proxy@5; } || \
+	  echo "NO PROXY: npm is not installed; install Node.js and npm, then make hub"
 
 demo: $(STAMP) sandbox
 	$(BIN)/course demo
@@ -48,7 +64,7 @@ browser:
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
 	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
 
-test: $(EXTRAS) sandbox postgres browser
+test: $(EXTRAS) sandbox postgres browser proxy
 	$(BIN)/python -m pytest tests
 
 # The fast tests only (no nbgrader, kernels or graded cohorts): under 30 seconds, for every edit.

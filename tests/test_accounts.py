@@ -38,9 +38,38 @@ print(json.dumps({p: {"list": can(os.listdir, p), "read": can(lambda q: open(q, 
 """
 
 
+@contextlib.contextmanager
+def python_shown():
+    """A preexec function for a process whose accounts must run Python and the course: it puts
+    the process in a private mount namespace where only what they need shows, readable by all
+    (here /root, which holds Python, is 0700). Its children inherit that view."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    needed = [os.path.realpath(p) for p in (sys.base_prefix, config.ROOT)]
+    blocked = sorted({os.sep + p.split(os.sep)[1] for p in needed
+                      if not os.stat(os.sep + p.split(os.sep)[1]).st_mode & 0o001})
+    stages = {d: tempfile.mkdtemp(prefix="as-student-") for d in blocked}
+
+    def show():
+        assert libc.unshare(0x00020000) == 0                     # CLONE_NEWNS
+        libc.mount(b"none", b"/", None, 16384 | (1 << 18), None)  # MS_REC | MS_PRIVATE
+        for folder, stage in stages.items():                     # only what Python needs shows
+            libc.mount(folder.encode(), stage.encode(), None, 4096 | 16384, None)
+            libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, b"mode=755")
+            for path in needed:
+                if path.startswith(folder + os.sep):
+                    os.makedirs(path, exist_ok=True)
+                    inner = os.path.join(stage, os.path.relpath(path, folder))
+                    libc.mount(inner.encode(), path.encode(), None, 4096 | 16384, None)
+    try:
+        yield show
+    finally:
+        for stage in stages.values():
+            os.rmdir(stage)
+
+
 class Accounts:
-    """Real accounts whose homes are in ``folder``; Python and the course reachable by them
-    (in a private mount namespace, as /root, which holds Python here, is 0700)."""
+    """Real accounts whose homes are in ``folder``, each running Python and the course as itself
+    (`python_shown`)."""
 
     def __init__(self, folder):
         self.folder, self.names = folder, []
@@ -58,36 +87,19 @@ class Accounts:
         os.chmod(home, 0o700)
         return name
 
-    def run(self, name, argv, check=True):
+    def run(self, name, argv, check=True, cwd=None):
         entry = pwd.getpwnam(name)
-        libc = ctypes.CDLL(None, use_errno=True)
-        needed = [os.path.realpath(p) for p in (sys.base_prefix, config.ROOT)]
-        blocked = sorted({os.sep + p.split(os.sep)[1] for p in needed
-                          if not os.stat(os.sep + p.split(os.sep)[1]).st_mode & 0o001})
-        stages = {d: tempfile.mkdtemp(prefix="as-student-") for d in blocked}
 
         def preexec():
-            assert libc.unshare(0x00020000) == 0                     # CLONE_NEWNS
-            libc.mount(b"none", b"/", None, 16384 | (1 << 18), None)  # MS_REC | MS_PRIVATE
-            for folder, stage in stages.items():                     # only what Python needs shows
-                libc.mount(folder.encode(), stage.encode(), None, 4096 | 16384, None)
-                libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, b"mode=755")
-                for path in needed:
-                    if path.startswith(folder + os.sep):
-                        os.makedirs(path, exist_ok=True)
-                        inner = os.path.join(stage, os.path.relpath(path, folder))
-                        libc.mount(inner.encode(), path.encode(), None, 4096 | 16384, None)
+            show()
             os.setgroups([])
             os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
             os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
         env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "HOME": entry.pw_dir, "USER": name,
                "LOGNAME": name, "MPLBACKEND": "Agg"}
-        try:
-            done = subprocess.run(argv, env=env, cwd=entry.pw_dir, capture_output=True, text=True,
+        with python_shown() as show:
+            done = subprocess.run(argv, env=env, cwd=cwd or entry.pw_dir, capture_output=True, text=True,
                                   timeout=300, preexec_fn=preexec)
-        finally:
-            for stage in stages.values():
-                os.rmdir(stage)
         assert not check or done.returncode == 0, f"{name}: {' '.join(argv)}\n{done.stdout}\n{done.stderr}"
         return done
 

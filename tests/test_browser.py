@@ -112,9 +112,9 @@ def page(browser):
     context.close()
 
 
-def _shot(page, name):
-    os.makedirs(SHOTS, exist_ok=True)
-    page.screenshot(path=os.path.join(SHOTS, f"{name}.png"))
+def _shot(page, name, folder=SHOTS):
+    os.makedirs(folder, exist_ok=True)
+    page.screenshot(path=os.path.join(folder, f"{name}.png"))
 
 
 # --- students, in JupyterLab ---------------------------------------------------------------------------
@@ -299,6 +299,20 @@ def _score_cells(page, url, assignment_id):
             for i in range(rows.count())}
 
 
+def _hand_grade(page, url, student, assignment_id, cell, points, comment):
+    """Grade written answer ``cell`` of ``student``'s submission in formgrader, with a comment."""
+    page.goto(f"{url}/formgrader/manage_students/{student}/{assignment_id}")
+    page.locator("a[href*='/formgrader/submissions/']").first.click()
+    page.wait_for_load_state("networkidle")      # the grades and comments are loaded, their fields live
+    for field, value, api in ((f"input#{cell}", str(points), "grade"),
+                              (f"textarea#{cell}-comment", comment, "comment")):
+        # formgrader saves a field when it loses focus
+        with page.expect_response(lambda r: f"/formgrader/api/{api}/" in r.url and r.request.method == "PUT"):
+            page.locator(field).fill(value)
+            page.locator(field).press("Tab")
+    page.locator(f"input#{cell}").scroll_into_view_if_needed()
+
+
 def test_formgrader_shows_the_grades_and_takes_a_hand_grade_that_the_exports_carry(course, formgrader, page):
     url, folder = formgrader
     grades = _csv(folder / "grades.csv")
@@ -317,17 +331,8 @@ def test_formgrader_shows_the_grades_and_takes_a_hand_grade_that_the_exports_car
 
     assignment = next(a for a in course.assignments if a.written)
     cell, points = next(iter(assignment.written.items()))
-    page.goto(f"{url}/formgrader/manage_students/reference/{assignment.id}")
-    page.locator("a[href*='/formgrader/submissions/']").first.click()
-    page.wait_for_load_state("networkidle")      # the grades and comments are loaded, their fields live
     comment = "Right: the keys differ along the query's direction."
-    for field, value, api in ((f"input#{cell}", str(points), "grade"),
-                              (f"textarea#{cell}-comment", comment, "comment")):
-        # formgrader saves a field when it loses focus
-        with page.expect_response(lambda r: f"/formgrader/api/{api}/" in r.url and r.request.method == "PUT"):
-            page.locator(field).fill(value)
-            page.locator(field).press("Tab")
-    page.locator(f"input#{cell}").scroll_into_view_if_needed()
+    _hand_grade(page, url, "reference", assignment.id, cell, points, comment)
     _shot(page, "instructor-2-hand-grade")
 
     assert cli.main(["export", str(folder)]) == 0

@@ -1,0 +1,362 @@
+"""The course on a real JupyterHub (deploy/jupyterhub_config.py), driven in Chromium.
+
+As root, the test makes the course's Unix groups and accounts with passwords (two students, a TA,
+the grading account, who owns the private course folder and opens the exchange), starts the hub
+on 127.0.0.1 and goes through a term in the browser: each student logs in with PAM, fetches
+`attention` in the Assignments tab, writes the reference solution (one of them half of it), runs a
+check cell, presses Validate and submits; a student is refused at formgrader; the TA opens formgrader
+through the hub's Services menu, collects, autogrades (as the grading account: the same scores as
+`course grade`), grades a written answer and releases feedback; each student fetches their own;
+and the TA, taken out of the group, loses formgrader's link.
+The hub is stopped and the accounts and groups removed whatever happens. Screenshots of each step
+are left in artifacts/hub/.
+"""
+
+import contextlib
+import glob
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+import yaml
+
+from autograder import cohort, config, pipeline
+from selfcheck.program import grade_id
+from test_accounts import accounts, python_shown  # noqa: F401 - accounts is a fixture
+from test_batch import only_first
+from test_browser import (LAB_SETTINGS, _assignment_list, _cells, _hand_grade, _index, _run,  # noqa: F401
+                          _score_cells, _shot, _validate, browser)
+
+pytestmark = pytest.mark.slow
+
+BIN = os.path.dirname(sys.executable)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HUB_CONFIG = os.path.join(ROOT, "deploy", "jupyterhub_config.py")
+SHOTS = os.path.join(ROOT, "artifacts", "hub")
+REFRESH = 2          # seconds between the hub's reads of an account's groups (five minutes by default)
+COMMENT = "Right: the query lines up with one key far more than with the others."
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _status(url):
+    """The HTTP status ``url`` answers with (redirects followed), or None when nothing answers."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+class Hub:
+    def __init__(self, url, course, grader, password, log):
+        self.url, self.course, self.grader, self.password, self.log = url, course, grader, password, log
+        self.formgrader = f"{url}/services/{course.course_id}"
+
+    def home(self, name):
+        return pwd.getpwnam(name).pw_dir
+
+
+@contextlib.contextmanager
+def _course_groups(course_id):
+    groups = [f"nbgrader-{course_id}", f"formgrade-{course_id}"]
+    try:
+        for group in groups:
+            subprocess.run(["groupadd", group], check=True, capture_output=True)
+        yield groups
+    finally:
+        for group in groups:
+            subprocess.run(["groupdel", group], capture_output=True)
+
+
+@pytest.fixture
+def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accounts' fixture
+    """The hub running, with `attention` released: a Hub. Its students are in ``hub.students``."""
+    if not (shutil.which("chpasswd") and shutil.which("groupadd")):
+        pytest.skip("chpasswd and groupadd (passwd) are needed to make the accounts")
+    pytest.importorskip("jupyterhub", reason="JupyterHub is the `hub` extra: `make test` installs it")
+    if not os.access(os.path.join(BIN, "configurable-http-proxy"), os.X_OK):
+        pytest.skip("configurable-http-proxy is not installed: `make test` installs it with npm")
+    folder = accounts.folder
+    course_id = f"attention-{accounts.tag}"
+    root = os.path.join(folder, "course")
+    copy_course(root)
+    shutil.copytree(os.path.join(ROOT, "deploy"), os.path.join(root, "deploy"))   # as in a clone: private too
+    with open(os.path.join(root, "course.yaml")) as fh:
+        raw = yaml.safe_load(fh)
+    only_first(raw)
+    raw["course_id"] = course_id
+    with open(os.path.join(root, "course.yaml"), "w") as fh:
+        yaml.safe_dump(raw, fh, sort_keys=False)
+
+    with _course_groups(course_id) as (students_group, graders_group):
+        grader = accounts.add("grader")
+        students = [accounts.add(s) for s in ("ada", "bob")]
+        ta = accounts.add("tia")
+        password = secrets.token_urlsafe(12)
+        subprocess.run(["chpasswd"], input="".join(f"{n}:{password}\n" for n in students + [ta]),
+                       text=True, check=True)
+        for name, group in [(s, students_group) for s in students] + [(ta, graders_group)]:
+            subprocess.run(["usermod", "-aG", group, name], check=True)
+            _quiet_lab(pwd.getpwnam(name))
+        # the course folder is the grading account's alone; the exchange is opened by it
+        entry = pwd.getpwnam(grader)
+        exchange = os.path.join(folder, "exchange")
+        os.makedirs(exchange)
+        for path in [exchange] + [os.path.join(d, f) for d, dirs, files in os.walk(root) for f in dirs + files] + [root]:
+            os.lchown(path, entry.pw_uid, entry.pw_gid)
+        os.chmod(root, 0o700)
+        yaml_path = os.path.join(root, "course.yaml")
+        course_cmd = [os.path.join(BIN, "course"), "--config", yaml_path]
+        accounts.run(grader, course_cmd + ["release"], cwd=root)      # the gradebook learns the assignment
+        accounts.run(grader, course_cmd + ["exchange", root, "--setup", "--root", exchange], cwd=root)
+        accounts.run(grader, [os.path.join(BIN, "nbgrader"), "release_assignment", "attention"], cwd=root)
+
+        state = os.path.join(folder, "hub")
+        os.makedirs(state)
+        port = _free_port()
+        env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "LANG": "C.UTF-8", "COURSE_YAML": yaml_path,
+               "COURSE_GRADER": grader, "COURSE_FORMGRADER_PORT": str(_free_port())}
+        cmd = [os.path.join(BIN, "jupyterhub"), "-f", os.path.join(root, "deploy", "jupyterhub_config.py"), f"--JupyterHub.bind_url=http://127.0.0.1:{port}",
+               f"--JupyterHub.hub_bind_url=http://127.0.0.1:{_free_port()}",
+               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}",
+               f"--Authenticator.auth_refresh_age={REFRESH}"]
+        log_path = os.path.join(state, "jupyterhub.log")
+        with python_shown() as show, open(log_path, "w") as log:
+            proc = subprocess.Popen(cmd, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                    preexec_fn=show)
+            made = Hub(f"http://127.0.0.1:{port}", config.load(yaml_path), grader, password, log_path)
+            made.students, made.ta = students, ta
+            try:
+                deadline = time.monotonic() + 120
+                # up when the proxy routes the service to its server, which sends a stranger to the login page
+                while _status(f"{made.formgrader}/") != 200:
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"the hub did not start:\n{open(log_path).read()[-4000:]}")
+                    time.sleep(0.5)
+                yield made
+            finally:
+                proc.terminate()         # the hub stops the servers it spawned, the service and the proxy
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                os.makedirs(SHOTS, exist_ok=True)
+                shutil.copy(log_path, SHOTS)      # the hub's log, its servers' and the service's
+
+
+def test_the_hub_will_not_start_servers_no_account_can_run(tmp_path):
+    """Started from an environment other accounts cannot enter (here Python is under /root, 0700),
+    the hub stops at once, saying where, instead of failing at each student's first login."""
+    pytest.importorskip("jupyterhub", reason="JupyterHub is the `hub` extra: `make test` installs it")
+    parts = os.path.realpath(sys.executable).split(os.sep)
+    if all(os.stat(os.sep.join(parts[:i])).st_mode & 0o001 for i in range(2, len(parts) + 1)):
+        pytest.skip(f"Python here ({sys.base_prefix}) is reachable by every account")
+    done = subprocess.run([os.path.join(BIN, "jupyterhub"), "-f", HUB_CONFIG], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    found = re.search(r"error: (\S+) is not reachable by other accounts \((\S+) is closed to them\)", done.stderr)
+    assert done.returncode != 0 and found, done.stderr[-2000:]
+    assert found[1] == sys.executable and not os.stat(found[2]).st_mode & 0o001
+    assert not os.listdir(tmp_path)               # no database, no cookie secret, no proxy started
+
+
+def _quiet_lab(entry):
+    """The lab settings of a quiet, predictable screen in an account's own settings folder."""
+    settings = os.path.join(entry.pw_dir, ".jupyter", "lab", "user-settings")
+    for name, values in LAB_SETTINGS.items():
+        os.makedirs(os.path.dirname(os.path.join(settings, name)), exist_ok=True)
+        with open(os.path.join(settings, name), "w") as fh:
+            json.dump(values, fh)
+    for folder, dirs, files in os.walk(os.path.join(entry.pw_dir, ".jupyter")):
+        for name in [folder] + [os.path.join(folder, n) for n in dirs + files]:
+            os.lchown(name, entry.pw_uid, entry.pw_gid)
+
+
+def _log_in(browser, hub, name):  # noqa: F811 - browser is test_browser's fixture
+    """A browser of its own for ``name``, logged in with its password; the page once the lab is up."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.goto(f"{hub.url}/hub/login")
+    page.fill("#username_input", name)
+    page.fill("#password_input", hub.password)
+    page.click("#login_submit")
+    page.wait_for_selector("#jp-main-dock-panel", timeout=120_000)     # spawned, and the lab loaded
+    return page
+
+
+def _write_answer(page, index, text):
+    """Type ``text`` over a markdown answer cell, as a student would, and render it."""
+    cell = _cells(page).nth(index)
+    cell.locator(".jp-MarkdownOutput").dblclick()          # a rendered markdown cell opens its editor
+    cell.locator(".cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text)
+    page.keyboard.press("Shift+Enter")
+    cell.locator(".jp-MarkdownOutput", has_text=text.split()[0]).wait_for()
+
+
+def _formgrader_action(page, link):
+    """Click a formgrader action and wait for its dialog: the text of its success dialog, closed."""
+    link.click()
+    modal = page.locator("#success-modal, #error-modal")
+    modal.wait_for(timeout=300_000)
+    text = modal.inner_text()
+    assert modal.get_attribute("id") == "success-modal", text
+    return text
+
+
+def _close_modal(page):
+    page.locator("#success-modal .modal-footer button").click()
+    page.locator("#success-modal").wait_for(state="detached")
+
+
+def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browser's fixture
+    course = hub.course
+    assignment = course.assignment("attention")
+    solved = cohort.solved(course, assignment)
+    code = {grade_id(c): "".join(c["source"]) for c in solved["cells"]}
+    ada, bob = hub.students
+    # ada writes every part, bob only softmax; both answer the written questions
+    written = {ada: assignment.parts, bob: assignment.parts[:1]}
+    pages = {}
+    for n, name in enumerate(hub.students, 1):
+        page = pages[name] = _log_in(browser, hub, name)
+        menu = _nbgrader_menu(page)
+        assert menu == ["Assignment List"], menu
+        assert not page.get_by_text("Create Assignment").count()
+        released = _assignment_list(page)
+        released.locator(".list_item", has_text="attention").get_by_role("button", name="Fetch").click()
+        page.locator("#fetched_assignments_list .list_item", has_text="attention").first.wait_for()
+        _shot(page, f"student{n}-1-fetched", SHOTS)
+        home = hub.home(name)
+        assert os.stat(os.path.join(home, "attention", "attention.ipynb")).st_uid == pwd.getpwnam(name).pw_uid
+
+        page.goto(f"{hub.url}/user/{name}/lab/tree/attention/attention.ipynb")
+        page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
+        page.keyboard.press("Control+B")
+        _run(page, _index(solved, "imports"))
+        for part in written[name]:
+            for gid in part.cells:
+                _run(page, _index(solved, gid), code[gid])
+        for gid in assignment.written:
+            _write_answer(page, _index(solved, gid), code[gid])
+        check = _index(solved, "check_softmax")
+        output = _run(page, check)
+        _cells(page).nth(check).scroll_into_view_if_needed()
+        _shot(page, f"student{n}-2-check", SHOTS)
+        assert "public checks pass" in output and "FAIL" not in output, output
+        page.keyboard.press("Control+S")
+        page.locator(".jp-mod-dirty").wait_for(state="detached")
+        dialog = _validate(page)
+        _shot(page, f"student{n}-3-validate", SHOTS)
+        text = dialog.inner_text()
+        if name == ada:
+            assert "Success! Your notebook passes all the tests." in text, text
+        else:
+            assert "SelfCheckFailed: causal_mask: " in text and "softmax: " not in text, text
+        page.keyboard.press("Escape")
+        _assignment_list(page)
+        fetched = page.locator("#fetched_assignments_list .list_item", has_text="attention").first
+        fetched.get_by_role("button", name="Submit").click()
+        page.locator("#submitted_assignments_list .list_item", has_text="attention").first.wait_for()
+        _shot(page, f"student{n}-4-submitted", SHOTS)
+
+    # a student is no grader: formgrader's service refuses them
+    response = pages[bob].goto(f"{hub.formgrader}/formgrader")
+    _shot(pages[bob], "student2-5-formgrader-refused", SHOTS)
+    assert response.status == 403, (response.status, response.url)
+
+    ta = _log_in(browser, hub, hub.ta)
+    # formgrader is the service's, not in their lab; Create Assignment is (the menu and the right sidebar)
+    assert _nbgrader_menu(ta) == ["Assignment List", "Create assignment"]
+    ta.get_by_text("Create Assignment").wait_for()
+    _shot(ta, "ta-1-lab", SHOTS)
+    ta.goto(f"{hub.url}/hub/home")
+    ta.get_by_role("button", name="Services").click()
+    ta.get_by_role("link", name=course.course_id).click()
+    ta.locator("#main-table").wait_for()
+    _shot(ta, "ta-2-formgrader", SHOTS)
+    row = ta.locator("#main-table tr", has_text="attention")
+    _formgrader_action(ta, row.locator(".collect a"))
+    _shot(ta, "ta-3-collected", SHOTS)
+    _close_modal(ta)
+    ta.goto(f"{hub.formgrader}/formgrader/manage_submissions/attention")
+    for name in hub.students:
+        ta.locator("#main-table tr", has_text=name).locator(".autograde a").wait_for()
+        _formgrader_action(ta, ta.locator("#main-table tr", has_text=name).locator(".autograde a"))
+        _close_modal(ta)
+    shown = _score_cells(ta, hub.formgrader, "attention")
+    _shot(ta, "ta-4-autograded", SHOTS)
+    grader_uid = pwd.getpwnam(hub.grader).pw_uid
+    for name in hub.students:              # graded by the service, as the grading account
+        assert os.stat(os.path.join(course.root, "results", name, "attention.json")).st_uid == grader_uid
+
+    # the course's grader from the command line, on the same hand-ins, in a folder of its own
+    elsewhere = os.path.join(os.path.dirname(course.root), "graded-again")
+    shutil.copytree(os.path.join(course.root, "submitted"), os.path.join(elsewhere, "submitted"))
+    batch = pipeline.grade(course, os.path.join(elsewhere, "submitted"), elsewhere, jobs=2)
+    full = sum(p.points for p in assignment.parts)
+    top = full + sum(assignment.written.values())
+    assert {r.student: r.score for r in batch.records} == {ada: full, bob: assignment.parts[0].points}
+    assert {s: tuple(float(x) for x in v.split("/")) for s, v in shown.items()} == \
+        {r.student: (r.score, top) for r in batch.records}
+
+    cell, points = next(iter(assignment.written.items()))
+    _hand_grade(ta, hub.formgrader, ada, "attention", cell, points, COMMENT)
+    _shot(ta, "ta-5-hand-grade", SHOTS)
+    ta.goto(f"{hub.formgrader}/formgrader")
+    row = ta.locator("#main-table tr", has_text="attention")
+    for action, step in (("generate-feedback", "ta-6-feedback-generated"), ("release-feedback", "ta-7-feedback-released")):
+        _formgrader_action(ta, row.locator(f".{action} a"))
+        _shot(ta, step, SHOTS)
+        _close_modal(ta)
+
+    for n, name in enumerate(hub.students, 1):
+        page = pages[name]
+        page.goto(f"{hub.url}/user/{name}/lab")
+        page.wait_for_selector("#jp-main-dock-panel")
+        _assignment_list(page)
+        item = page.locator("#submitted_assignments_list .list_item", has_text="attention").first
+        item.get_by_role("button", name="Fetch Feedback").click()
+        page.get_by_text("(view feedback)").first.wait_for()
+        _shot(page, f"student{n}-6-feedback", SHOTS)
+        found = glob.glob(os.path.join(hub.home(name), "attention", "feedback", "*", "*.html"))
+        assert len(found) == 1, found           # their own, and only theirs
+        text = open(found[0]).read()
+        for part in assignment.parts:
+            earned = part.points if part in written[name] else 0
+            assert f"{part.id}: {earned:g} / {part.points:g}" in text, (name, part.id)
+        assert (COMMENT in text) == (name == ada), name
+
+    # a TA taken out of the group loses formgrader at the hub's next read of the groups
+    subprocess.run(["gpasswd", "-d", hub.ta, f"formgrade-{course.course_id}"], check=True, capture_output=True)
+    time.sleep(REFRESH + 1)
+    ta.goto(f"{hub.url}/hub/home")
+    _shot(ta, "ta-8-removed", SHOTS)
+    assert not ta.get_by_role("button", name="Services").count()
+
+
+def _nbgrader_menu(page):
+    """The items of the lab's Nbgrader menu (closed again)."""
+    page.get_by_role("menuitem", name="Nbgrader").click()
+    items = [t.strip() for t in page.locator(".lm-Menu-content .lm-Menu-itemLabel").all_inner_texts() if t.strip()]
+    page.keyboard.press("Escape")
+    return items
