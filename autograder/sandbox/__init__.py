@@ -65,7 +65,7 @@ BANNER_WEAK = ("WEAKER MODE: bubblewrap is not available ({why}); students' code
                "filesystem isolation (it can read solutions/, tests/ and other submissions). "
                "Install it (Debian/Ubuntu: apt-get install bubblewrap) before grading real submissions.")
 
-CODE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INSIDE_CODE = "/opt/grader"             # where the selfcheck package appears in the sandbox
 INSIDE_CORPUS = "/opt/data"             # where the corpus appears in the sandbox
 INSIDE_VENV = "/opt/venv"               # where the course's virtual environment appears
