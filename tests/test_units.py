@@ -154,6 +154,16 @@ def test_the_selfcheck_kit_reads_imports_and_probes_from_code():
     assert release._selfcheck_uses(code) == {"scale_experiment", "checks", "chapter", "probes.common"}
 
 
+def test_every_jail_starts_a_process_the_same_way():
+    """The grader's two sandboxes and the student's unconfined self-check answer one interface."""
+    import inspect
+    from autograder.sandbox.jails import BwrapJail, WeakJail
+    from selfcheck.launch import Jail, Unconfined
+    for jail in (BwrapJail, WeakJail, Unconfined):
+        assert inspect.signature(jail.launch) == inspect.signature(Jail.launch), jail
+        assert isinstance(jail.isolated, bool), jail
+
+
 def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_version(monkeypatch):
     real = suites.file_hash
     hashed = []
@@ -161,7 +171,7 @@ def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_vers
     grading.grader_version()
     names = {os.path.basename(p) for p in hashed}
     assert "plots.py" not in names and "plugin.py" not in names
-    assert {"program.py", "student.py", "checks.py", "grading.py", "suites.py"} <= names
+    assert {"program.py", "student.py", "checks.py", "grading.py", "suites.py", "jails.py"} <= names
 
 
 def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():
