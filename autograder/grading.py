@@ -9,6 +9,7 @@ with a score and a reason, whatever the notebook does.
 
 import concurrent.futures as cf
 import contextlib
+import dataclasses
 import datetime
 import glob
 import hashlib
@@ -217,7 +218,7 @@ def suite_versions(course, assignment_id):
     release = course.release(assignment)
     support = sorted(os.path.join(release, n) for n in os.listdir(release)
                      if n.endswith(".py") and not n.startswith("test_") and n != "conftest.py")
-    shared = json.dumps({"limits": [course.time_per_test, course.time_per_part, course.memory_mb],
+    shared = json.dumps({"limits": dataclasses.astuple(course.limits),
                          "reference": reference, "given": given,
                          "support": suites.file_hash(*support) if support else None,
                          "numbers": suites.file_hash(course.data("chapter_numbers.yaml"))})

@@ -223,7 +223,7 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
     config_path = ["--config", changed.path]
     assert cli.main(config_path + ["release"]) == 0
     said = capsys.readouterr().out
-    assert f"check_{part.id} {part.points:g} -> {part.points + 1:g}" in said and assignment.notebook in said
+    assert f"{part.check_cell} {part.points:g} -> {part.points + 1:g}" in said and assignment.notebook in said
     assert cli.main(config_path + ["regrade", str(out)]) == 0
     said = capsys.readouterr().out
     assert "graded now: 1" in said
@@ -242,7 +242,8 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
     assert grading.stale(changed, record, path) is None
     # the limits decide scores too (a slow solution can pass or time out): they mark results stale
     for limit in ("time_per_test", "time_per_part", "memory_mb"):
-        other = dataclasses.replace(changed, **{limit: getattr(changed, limit) * 2})
+        other = dataclasses.replace(changed, limits=dataclasses.replace(
+            changed.limits, **{limit: getattr(changed.limits, limit) * 2}))
         assert grading.stale(other, record, path) is not None, limit
 
 
@@ -266,7 +267,7 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         # and overrides a part the grader failed: every export must carry the instructor's score
         failed = next(r for r in _csv(folder / "parts.csv")
                       if r["assignment"] == assignment.id and float(r["score"]) < float(r["max_score"]))
-        override = gb.find_grade(f"check_{failed['part']}", notebook, assignment.id, failed["student"])
+        override = gb.find_grade(assignment.part(failed["part"]).check_cell, notebook, assignment.id, failed["student"])
         override.manual_score = float(failed["max_score"])
         gb.db.commit()
     assert cli.main(["export", str(folder)]) == 0

@@ -154,6 +154,18 @@ def test_the_selfcheck_kit_reads_imports_and_probes_from_code():
     assert release._selfcheck_uses(code) == {"scale_experiment", "checks", "chapter", "probes.common"}
 
 
+def test_the_release_tells_the_kit_the_limits_and_each_part_s_names(course):
+    """The released manifest carries course.yaml's limits as one record and each part's check cell
+    and public tests as the course names them, so the kit never rebuilds a name from an id."""
+    from selfcheck import manifest
+    for assignment in course.assignments:
+        info = manifest.read(course.release(assignment))
+        assert manifest.limits(info) == course.limits
+        assert [(p["id"], p["check_cell"], p["tests"]) for p in info["parts"]] == \
+            [(p.id, p.check_cell, p.public_file) for p in assignment.parts]
+        assert [manifest.part_of(info, p.public_file) for p in assignment.parts] == [p.id for p in assignment.parts]
+
+
 def test_every_jail_starts_a_process_the_same_way():
     """The grader's two sandboxes and the student's unconfined self-check answer one interface."""
     import inspect

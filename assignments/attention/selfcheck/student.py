@@ -7,10 +7,11 @@ limit, and returns the plain-data answer. A name the notebook's *given* cells
 define (``student.tiny_forward``) runs the given code on this side instead,
 calling the student's functions remotely, so no student cell can replace it.
 
-Limits are CPU time, so a call slowed down by a loaded machine is not cut
-short: each call may use ``time_limit`` seconds of CPU time, and all of one
-handle's processes together ``budget`` seconds (what its processes use between
-calls counts too). The CPU time is the sandbox's own count where it has one
+Limits (:class:`selfcheck.limits.Limits`) are CPU time, so a call slowed down
+by a loaded machine is not cut short: each call may use ``time_per_test``
+seconds of CPU time, and, with a ``budget``, all of one handle's processes
+together ``time_per_part`` seconds (what its processes use between calls
+counts too). The CPU time is the sandbox's own count where it has one
 (``Launch.cpu``: its cgroup, as root), else that of the process and its
 descendants read from ``/proc`` (children that exit unwaited-for, or leave the
 tree, are missed there: the wall clock below still ends the call); where
@@ -46,6 +47,7 @@ import uuid
 from selfcheck import wire
 from selfcheck.clock import Clock, tree_meter
 from selfcheck.launch import Jail, Unconfined
+from selfcheck.limits import Limits
 from selfcheck.program import Program
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -123,9 +125,10 @@ def _signal_name(code):
 class Student:
     """A notebook's code running in a process of its own."""
 
-    def __init__(self, program, *, workdir, time_limit=10.0, budget=None, memory_mb=1024,
-                 cpu_limit=None, jail: Jail | None = None, label="your notebook", stand_ins=None, serve=None,
-                 max_timeouts=MAX_TIMEOUTS):
+    def __init__(self, program, *, workdir, limits: Limits, budget: bool = False, jail: Jail | None = None,
+                 label="your notebook", stand_ins=None, serve=None, max_timeouts=MAX_TIMEOUTS):
+        """``budget``: all the calls together may use ``limits.time_per_part`` (one part at grading;
+        the student's own self-check runs every part in one process, the stand-ins answer for all)."""
         if not isinstance(program, Program):
             program = Program(cells=[tuple(c) for c in program])
         self._cells = [list(c) for c in program.cells]
@@ -133,11 +136,11 @@ class Student:
         self._given_names = set(program.given_names)
         self._given = None
         self._workdir = os.path.abspath(workdir)
-        self.time_limit = float(time_limit)
-        self.budget = float(budget) if budget else None
-        self.memory_mb = int(memory_mb)
-        # the most CPU time one process may use in all (RLIMIT_CPU): the budget, unless told
-        self._cpu_limit = math.ceil(cpu_limit or self.budget or self.time_limit) + RLIMIT_MARGIN
+        self.time_limit = float(limits.time_per_test)
+        self.budget = float(limits.time_per_part) if budget else None
+        self.memory_mb = int(limits.memory_mb)
+        # the most CPU time one process may use in all (RLIMIT_CPU): a part's
+        self._cpu_limit = math.ceil(limits.time_per_part) + RLIMIT_MARGIN
         self._jail = jail or Unconfined()
         self._stand_ins = stand_ins          # starts the process answering other parts' functions
         self._serve = serve                  # (fds, names): this process is such a process
