@@ -12,7 +12,6 @@ the grader's, fed plain data, so its source never meets the student's code.
 
 import contextlib
 import dataclasses
-import hashlib
 import io
 import os
 import sys
@@ -24,6 +23,7 @@ import pytest
 from autograder import corpus, mistake_ids
 from autograder.config import Assignment, Course, Part
 from autograder.results import Check, PartResult
+from autograder.versions import file_hash
 from selfcheck import wire
 from selfcheck.checks import CheckFailed, diagnoses
 from selfcheck.launch import Jail
@@ -70,14 +70,6 @@ class StandIns:
             process.close()
             raise InfrastructureError(f"the reference stand-ins did not load: {exc.message}") from None
         return process
-
-
-def file_hash(*paths):
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as fh:
-            digest.update(fh.read())
-    return digest.hexdigest()[:12]
 
 
 class _Collector:

@@ -624,7 +624,7 @@ def test_a_part_has_a_total_time_budget(tmp_path, kind):
 def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, monkeypatch, capsys):
     """When the sandbox cannot start, nothing is recorded as the student's score: the part is not
     graded, parts.csv leaves the score empty, and the next run grades it again."""
-    from autograder import cli, cohort, grading
+    from autograder import cli, cohort, grading, store, versions
     from selfcheck.student import InfrastructureError
 
     class Broken:
@@ -645,8 +645,8 @@ def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, mo
     with open(out / "parts.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert rows and all(r["status"] == "grader-error" and r["score"] == "" for r in rows), rows
-    record = grading.read_result(str(out), "honest", "attention")
-    assert grading.stale(course, record, path) == "the grader failed on it last time"
+    record = store.read_result(str(out), "honest", "attention")
+    assert versions.stale(course, record, path) == "the grader failed on it last time"
 
 
 def test_course_check_runs_in_the_sandbox(course, tmp_path):

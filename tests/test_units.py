@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 
-from autograder import grading, release, suites
+from autograder import grading, release, store, suites, versions
 from autograder.results import Check, Submission
 from selfcheck.program import program
 
@@ -108,32 +108,32 @@ def _graded(course, tmp_path, student="ann"):
     path.write_text(json.dumps(_submission()))
     record = Submission(student=student, assignment=assignment.id, notebook=assignment.notebook, grader="g1",
                         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-                        suites=grading.suite_versions(course, assignment.id))
-    grading.write_result(str(tmp_path / "out"), record)
-    return (student, assignment.id, str(path)), record
+                        suites=versions.suite_versions(course, assignment.id))
+    store.write_result(str(tmp_path / "out"), record)
+    return grading.Task(student, assignment.id, str(path)), record
 
 
 def test_an_unchanged_submission_is_kept_and_every_change_is_named(course, tmp_path):
     task, record = _graded(course, tmp_path)
-    path = task[2]
-    assert grading.stale(course, record, path, grader="g1") is None
-    assert grading.stale(course, None, path, grader="g1") == "not graded yet"
-    assert grading.stale(course, record, path, grader="g2") == "the grader changed"
-    assert grading.stale(course, dataclasses.replace(record, suites={}), path, grader="g1").startswith("what decides")
-    assert grading.stale(course, dataclasses.replace(record, problem="grader error: x"), path, grader="g1") == \
+    path = task.path
+    assert versions.stale(course, record, path, grader="g1") is None
+    assert versions.stale(course, None, path, grader="g1") == "not graded yet"
+    assert versions.stale(course, record, path, grader="g2") == "the grader changed"
+    assert versions.stale(course, dataclasses.replace(record, suites={}), path, grader="g1").startswith("what decides")
+    assert versions.stale(course, dataclasses.replace(record, problem="grader error: x"), path, grader="g1") == \
         "the grader failed on it last time"
     with open(path, "a") as fh:
         fh.write("\n")
-    assert grading.stale(course, record, path, grader="g1") == "the notebook changed"
+    assert versions.stale(course, record, path, grader="g1") == "the notebook changed"
 
 
 def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
     kept, record = _graded(course, tmp_path, "ann")
-    new = (kept[0].replace("ann", "bob"), kept[1], kept[2].replace("/ann/", "/bob/"))
-    todo, valid, previous = grading.plan(course, [kept, new], str(tmp_path / "out"), grader="g1")
-    assert todo == [new] and valid == [record] and previous == {("ann", kept[1]): record}
-    forced, _, _ = grading.plan(course, [kept, new], str(tmp_path / "out"), force=True, grader="g1")
-    assert forced == [kept, new]
+    new = grading.Task("bob", kept.assignment, kept.path.replace("/ann/", "/bob/"))
+    planned = grading.plan(course, [kept, new], str(tmp_path / "out"), grader="g1")
+    assert planned.todo == [new] and planned.valid == [record] and planned.previous == {kept.key: record}
+    forced = grading.plan(course, [kept, new], str(tmp_path / "out"), force=True, grader="g1")
+    assert forced.todo == [kept, new]
 
 
 # --- the self-check kit --------------------------------------------------------------------------------
@@ -177,13 +177,13 @@ def test_every_jail_starts_a_process_the_same_way():
 
 
 def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_version(monkeypatch):
-    real = suites.file_hash
+    real = versions.file_hash
     hashed = []
-    monkeypatch.setattr(suites, "file_hash", lambda *paths: hashed.extend(paths) or real(*paths))
-    grading.grader_version()
+    monkeypatch.setattr(versions, "file_hash", lambda *paths: hashed.extend(paths) or real(*paths))
+    versions.grader_version()
     names = {os.path.basename(p) for p in hashed}
     assert "plots.py" not in names and "plugin.py" not in names
-    assert {"program.py", "student.py", "checks.py", "grading.py", "suites.py", "jails.py"} <= names
+    assert {"program.py", "student.py", "checks.py", "handin.py", "grading.py", "suites.py", "jails.py"} <= names
 
 
 def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():
