@@ -40,7 +40,7 @@ proxy:
 demo: $(STAMP) sandbox
 	$(BIN)/course demo
 
-# bubblewrap isolates students' code at grading (autograder/sandbox.py); installed here when
+# bubblewrap isolates students' code at grading (autograder/sandbox/); installed here when
 # we are root on Debian/Ubuntu, otherwise grading says it runs in a WEAKER MODE.
 sandbox:
 	@command -v bwrap >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \

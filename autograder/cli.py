@@ -84,9 +84,9 @@ def _finish(batch, out, resume_hint):
 
 
 def cmd_grade(course, args):
-    from autograder import grading, reports
+    from autograder import reports, store
     out = os.path.abspath(args.out)
-    journal = grading.read_journal(out)
+    journal = store.read_journal(out)
     if args.resume and journal and journal.get("finished"):
         print("the last batch in this folder finished; grading what changed since", file=sys.stderr)
     elif journal and not journal.get("finished") and not args.resume:
@@ -105,11 +105,11 @@ def cmd_grade(course, args):
 
 def cmd_regrade(course, args):
     """Grade again what a changed suite or grader affects; print old and new scores."""
-    from autograder import grading, reports
+    from autograder import reports, store
     out = os.path.abspath(args.dir)
-    journal = grading.read_journal(out)
+    journal = store.read_journal(out)
     submitted = args.submitted or journal.get("submitted") or os.path.join(out, "submitted")
-    if not grading.load_results(out):
+    if not store.load_results(out):
         print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
         return 2
     batch = _grade(course, submitted, out, args.jobs, force=args.force,
@@ -126,9 +126,9 @@ def cmd_regrade(course, args):
 
 def cmd_export(course, args):
     """Write every export again from the results and the gradebook (after formgrader)."""
-    from autograder import grading
+    from autograder import store
     out = os.path.abspath(args.dir)
-    records = grading.load_results(out)
+    records = store.load_results(out)
     if not records:
         print(f"error: {out} holds no results (run `course grade` first)", file=sys.stderr)
         return 2
@@ -140,9 +140,9 @@ def cmd_export(course, args):
 
 def cmd_report(course, args):
     """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
-    from autograder import cohort_report, grading
+    from autograder import cohort_report, store
     out = os.path.abspath(args.dir)
-    records = grading.load_results(out)
+    records = store.load_results(out)
     if not records:
         raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
     path = cohort_report.write(course, out, records, args.submitted)

@@ -30,8 +30,9 @@ import os
 import tempfile
 import threading
 
-from autograder import config, grading
+from autograder import config, grading, handin
 from autograder.results import Submission
+from autograder.versions import grader_version, suite_versions
 from selfcheck.program import NotebookError
 
 # pytest.main and the stdout it redirects are process-wide: a worker process grades one
@@ -47,26 +48,26 @@ class VersionMismatch(RuntimeError):
     """A worker's grader or suites are not the client's."""
 
 
-def versions(course):
+def versions(course: config.Course) -> dict:
     """What a worker must have to grade for this client: the grader's hash and every part's suite hash."""
-    return {"grader": grading.grader_version(),
-            "suites": {a.id: grading.suite_versions(course, a.id) for a in course.assignments}}
+    return {"grader": grader_version(),
+            "suites": {a.id: suite_versions(course, a.id) for a in course.assignments}}
 
 
-def worker_course():
+def worker_course() -> config.Course:
     """The course installed beside this worker (COURSE_YAML, else the package's own course.yaml)."""
     return config.load(os.environ.get("COURSE_YAML") or None)
 
 
-def mismatch(expected, course=None):
+def mismatch(expected: dict, course: config.Course | None = None) -> str | None:
     """None when this process grades as ``expected`` says, else the one line saying how it differs."""
     course = course or worker_course()
-    if grading.grader_version() != expected["grader"]:
-        return (f"grader {grading.grader_version()} here, {expected['grader']} on the client: install "
+    if grader_version() != expected["grader"]:
+        return (f"grader {grader_version()} here, {expected['grader']} on the client: install "
                 "the course at the client's commit on this worker")
     for assignment_id, wanted in expected["suites"].items():
         try:
-            mine = grading.suite_versions(course, assignment_id)
+            mine = suite_versions(course, assignment_id)
         except config.ConfigError:
             mine = None
         if mine != wanted:
@@ -75,7 +76,7 @@ def mismatch(expected, course=None):
     return None
 
 
-def grade_remote(task):
+def grade_remote(task: dict) -> dict:
     """On a worker: grade one submission from its bytes and return its record (plain data)."""
     with _ONE_AT_A_TIME:
         course = worker_course()
@@ -87,32 +88,32 @@ def grade_remote(task):
             path = os.path.join(folder, task["notebook"])
             with open(path, "wb") as fh:
                 fh.write(task["bytes"])
-            return grading._worker((course, task["student"], task["assignment"], path,
-                                    task["versions"]["grader"])).to_json()
+            return grading.grade_task(course, grading.Task(task["student"], task["assignment"], path),
+                                      task["versions"]["grader"]).to_json()
 
 
 class ClusterPool:
-    """The local process pool's stand-in in ``grading.grade_all``: ``submit(grading._worker, args)``
-    returns a concurrent.futures Future of the record, graded on the cluster."""
+    """The local process pool's stand-in in ``grading.grade_all``: ``submit(grading.grade_task,
+    course, task, grader)`` returns a concurrent.futures Future of the record, graded on the cluster."""
 
-    def __init__(self, course, address, client):
+    def __init__(self, course: config.Course, address: str, client):
         self.course, self.address, self.client = course, address, client
         self.expected = versions(course)
-        self._running = {}        # dask future -> its concurrent.futures twin
+        self._running: dict = {}  # dask future -> its concurrent.futures twin
 
-    def submit(self, fn, args):
-        course, student, assignment, path, grader = args
+    def submit(self, fn, course: config.Course, task: grading.Task, grader: str) -> cf.Future:
         try:
-            raw = grading.read_submission(path)
+            raw = handin.read_submission(task.path)
         except NotebookError:     # nothing to send: the record says why, as a local worker's does
-            done = cf.Future()
-            done.set_result(fn(args))
+            done: cf.Future = cf.Future()
+            done.set_result(fn(course, task, grader))
             return done
-        task = {"student": student, "assignment": assignment, "notebook": os.path.basename(path),
-                "bytes": raw, "versions": dict(self.expected, grader=grader)}
-        twin = cf.Future()
-        remote = self.client.submit(grade_remote, task, pure=False, key=f"grade-{student}-{assignment}-"
-                                    f"{os.urandom(4).hex()}")
+        remote_task = {"student": task.student, "assignment": task.assignment,
+                       "notebook": os.path.basename(task.path), "bytes": raw,
+                       "versions": dict(self.expected, grader=grader)}
+        twin: cf.Future = cf.Future()
+        remote = self.client.submit(grade_remote, remote_task, pure=False,
+                                    key=f"grade-{task.student}-{task.assignment}-{os.urandom(4).hex()}")
         self._running[remote] = twin
         remote.add_done_callback(self._settle)
         return twin
@@ -136,7 +137,7 @@ class ClusterPool:
         detail = f" ({type(exc).__name__}: {exc})" if exc else ""
         return f"the Dask scheduler at {self.address} stopped answering{detail}"
 
-    def shutdown(self, wait=True, cancel_futures=False):
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
         """Forget the tasks not yet done (the client stays connected for the batch's retries)."""
         if cancel_futures and self._running:
             pending = list(self._running)
@@ -146,11 +147,11 @@ class ClusterPool:
             except Exception:  # noqa: BLE001 - a scheduler that is gone has nothing to cancel
                 pass
 
-    def close(self):
+    def close(self) -> None:
         self.client.close()
 
 
-def security(course, address):
+def security(course: config.Course, address: str):
     """The client's side of the cluster's mutual TLS, from course.yaml's ``cluster_tls``, once its
     files are there and its key is this account's alone (ClusterError with one line otherwise)."""
     from distributed.security import Security
@@ -173,7 +174,7 @@ def security(course, address):
                     require_encryption=True)
 
 
-def connect(course, address, timeout=10):
+def connect(course: config.Course, address: str, timeout: float = 10) -> ClusterPool:
     """A pool grading on the scheduler at ``address``, over mutual TLS, once every worker there has
     shown it grades as this client does (ClusterError with one line otherwise)."""
     config.check_cluster_address("--cluster", address)

@@ -17,7 +17,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from autograder import cohort, grading, similarity
+from autograder import cohort, grading, handin, similarity, store
 from autograder.mistake_ids import part_mistake
 from autograder.reports import _STYLE, _split_message, write_csv
 from autograder.results import GRADER_ERROR
@@ -140,7 +140,7 @@ def submitted_documents(spec, students, submitted, release):
         key = (student, spec.id)
         path = os.path.join(submitted, student, spec.id, spec.notebook)
         try:
-            nb = parse_notebook(grading.read_submission(path))
+            nb = parse_notebook(handin.read_submission(path))
         except (NotebookError, OSError):
             continue
         if grading.which_notebook(nb, release):
@@ -416,11 +416,10 @@ def write(course, out, records, submitted=None):
     """Write cohort_report.html and cohort_report.csv into ``out``; returns the page's path.
 
     The submissions are read from ``submitted``, else from where the last batch read them."""
-    submitted = submitted or grading.read_journal(out).get("submitted") or os.path.join(out, "submitted")
+    submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
     report = analyse(course, records, submitted if os.path.isdir(submitted) else None)
     write_csv(os.path.join(out, CSV), COLUMNS, report.rows)
     path = os.path.join(out, HTML)
-    with open(path + ".tmp", "w", encoding="utf-8", errors="replace") as fh:
+    with store.replacing(path, encoding="utf-8", errors="replace") as fh:
         fh.write(page(course, report))
-    os.replace(path + ".tmp", path)
     return path

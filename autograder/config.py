@@ -5,49 +5,69 @@ because a typo found at release time is cheap and one found at grading is not.
 The checks are written out rather than a JSON Schema (jsonschema is installed): half
 of them cross files (a notebook's cells, the test files, the parts a part uses), which
 a schema cannot say, and a schema's errors would need translating into these lines.
+Which keys a mapping may and must have is read from the dataclass it becomes (a field
+with a default is optional), and each is built by keyword, so a new setting is one field.
 """
 
+import dataclasses
 import json
 import os
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import yaml
 
 from autograder.errors import CourseError
+from selfcheck.limits import Limits
 
 # A part's id names its files (test_<id>.py), its test cell (check_<id>) and a CSV column
 PART_ID = re.compile(r"[a-z][a-z0-9_]*")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LOADED: dict[str, Any] = {"loaded": True}    # a field's metadata: the loader fills it, course.yaml has no such key
 
 
 class ConfigError(CourseError):
     """course.yaml is wrong; the message is one line."""
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Part:
-    id: str
-    title: str
+    id: str = field(metadata=_LOADED)
+    assignment: str = field(metadata=_LOADED)    # the id of the assignment it is part of
+    title: str = ""                             # course.yaml: its id when not given
     points: float
-    cells: list
-    hidden: str            # path of the hidden suite, relative to the course root
-    public: str            # path of the public tests, relative to the course root
-    uses: list = field(default_factory=list)   # parts whose functions this part's code may call
+    cells: list[str]
+    hidden: str = field(metadata={"key": "tests"})   # path of the hidden suite, relative to the course root
+    uses: list[str] = field(default_factory=list)   # parts whose functions this part's code may call
+
+    @property
+    def check_cell(self) -> str:
+        """The grade id of the notebook's test cell that runs this part's checks."""
+        return f"check_{self.id}"
+
+    @property
+    def public_file(self) -> str:
+        """The name of its public tests' file, released beside the notebook."""
+        return f"test_{self.id}.py"
+
+    @property
+    def public(self) -> str:
+        """The path of its public tests, relative to the course root."""
+        return os.path.join("solutions", self.assignment, self.public_file)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Assignment:
-    id: str
+    id: str = field(metadata=_LOADED)
     notebook: str
-    parts: list
-    written: dict          # grade id of a hand-graded answer -> points
-    files: list = field(default_factory=list)
+    parts: list[Part]
+    written: dict[str, float] = field(default_factory=dict)   # grade id of a hand-graded answer -> points
 
-    def part(self, part_id):
+    def part(self, part_id: str) -> Part:
         return next(p for p in self.parts if p.id == part_id)
 
-    def stand_in_cells(self, part):
+    def stand_in_cells(self, part: Part) -> set[str]:
         """The solution cells whose functions the grader answers when ``part`` is graded."""
         return {cell for used in part.uses for cell in self.part(used).cells}
 
@@ -60,36 +80,38 @@ class ClusterTLS:
     key: str
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Course:
-    root: str
-    path: str
+    root: str = field(metadata=_LOADED)
+    path: str = field(metadata=_LOADED)
     course_id: str
-    time_per_test: float
-    memory_mb: int
-    time_per_part: float
-    assignments: list
-    exchange_root: str = None      # nbgrader's exchange; None: <course folder>/exchange
-    similarity_threshold: float = 0.5   # the cohort report flags pairs of hand-ins from this score
-    cluster: str = None            # a Dask scheduler's tls:// address `course grade` grades on; None: locally
-    cluster_tls: ClusterTLS = None  # the client's credentials for that cluster
-    db_url: str = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
+    limits: Limits
+    assignments: list[Assignment]
+    exchange_root: str | None = None      # nbgrader's exchange; None: <course folder>/exchange
+    similarity_threshold: float = 0.5     # the cohort report flags pairs of hand-ins from this score
+    cluster: str | None = None            # a Dask scheduler's tls:// address `course grade` grades on; None: locally
+    cluster_tls: ClusterTLS | None = None  # the client's credentials for that cluster
+    db_url: str | None = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
 
-    def assignment(self, assignment_id):
+    def assignment(self, assignment_id: str) -> Assignment:
         for a in self.assignments:
             if a.id == assignment_id:
                 return a
         raise ConfigError(f"{self.path}: no assignment {assignment_id!r} "
                           f"(known: {', '.join(a.id for a in self.assignments)})")
 
-    def source(self, assignment, *names):
+    def source(self, assignment: Assignment, *names: str) -> str:
         return os.path.join(self.root, "solutions", assignment.id, *names)
 
-    def release(self, assignment, *names):
+    def release(self, assignment: Assignment, *names: str) -> str:
         return os.path.join(self.root, "assignments", assignment.id, *names)
 
-    def data(self, *names):
+    def data(self, *names: str) -> str:
         return os.path.join(self.root, "data", *names)
+
+
+def _key(f: dataclasses.Field) -> str:
+    return f.metadata.get("key", f.name)
 
 
 def _keys(where, mapping, allowed, required=()):
@@ -103,6 +125,14 @@ def _keys(where, mapping, allowed, required=()):
             raise ConfigError(f"{where}.{key}: missing")
 
 
+def _fields_keys(where, mapping, cls):
+    """:func:`_keys` with the keys of ``cls``: its fields course.yaml gives (the loaded ones are not),
+    required where the field has no default."""
+    given = [f for f in dataclasses.fields(cls) if not f.metadata.get("loaded")]
+    _keys(where, mapping, [_key(f) for f in given],
+          [_key(f) for f in given if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING])
+
+
 def _number(where, value, *, positive=False):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(f"{where}: must be a number, got {value!r}")
@@ -111,7 +141,7 @@ def _number(where, value, *, positive=False):
     return value
 
 
-def check_cluster_address(where, address):
+def check_cluster_address(where: str, address: str) -> None:
     """Refuse a Dask scheduler's address that is not TLS: on plain TCP anyone who reaches the port
     runs code on the workers, which grade as root."""
     if not address.startswith("tls://"):
@@ -121,13 +151,23 @@ def check_cluster_address(where, address):
 
 
 def _cluster_tls(where, raw, root):
-    _keys(where, raw, ("ca", "cert", "key"), ("ca", "cert", "key"))
+    _fields_keys(where, raw, ClusterTLS)
     paths = {}
     for key, value in raw.items():
         if not isinstance(value, str) or not value.strip():
             raise ConfigError(f"{where}.{key}: must be a file's path, got {value!r}")
         paths[key] = os.path.abspath(os.path.join(root, os.path.expanduser(os.path.expandvars(value))))
     return ClusterTLS(**paths)
+
+
+def _limits(where, raw):
+    """The limits, each a positive number of its field's type; a part's time at least a test's."""
+    _fields_keys(where, raw, Limits)
+    values = {f.name: _number(f"{where}.{f.name}", raw[f.name], positive=True) for f in dataclasses.fields(Limits)}
+    if values["time_per_part"] < values["time_per_test"]:
+        raise ConfigError(f"{where}.time_per_part ({values['time_per_part']}) must be at least "
+                          f"limits.time_per_test ({values['time_per_test']})")
+    return Limits(**{f.name: f.type(values[f.name]) for f in dataclasses.fields(Limits)})
 
 
 def _notebook_cells(path):
@@ -139,97 +179,102 @@ def _notebook_cells(path):
     return {grade_id(c) for c in nb["cells"] if grade_id(c)}
 
 
-def load(path=None):
-    """Read and validate course.yaml (default: the one at the course root)."""
-    path = path or os.path.join(ROOT, "course.yaml")
-    root = os.path.dirname(os.path.abspath(path))
-    name = os.path.relpath(path)
+def _part(where, aid, pid, pspec, spec, cells, root):
+    """One part of assignment ``aid``, its cells, test cell, suites and the parts it uses checked."""
+    _fields_keys(where, pspec, Part)
+    part = Part(id=pid, assignment=aid, title=pspec.get("title", pid),
+                points=_number(f"{where}.points", pspec["points"]), cells=list(pspec["cells"]),
+                hidden=pspec["tests"], uses=list(pspec.get("uses") or []))
+    for cell in part.cells:
+        if cell not in cells:
+            raise ConfigError(f"{where}.cells: {spec['notebook']} has no cell {cell!r}")
+    if part.check_cell not in cells:
+        raise ConfigError(f"{where}: {spec['notebook']} has no test cell '{part.check_cell}'")
+    if not os.path.exists(os.path.join(root, part.hidden)):
+        raise ConfigError(f"{where}.tests: {part.hidden} does not exist")
+    if not os.path.exists(os.path.join(root, part.public)):
+        raise ConfigError(f"{where}: public tests {part.public} do not exist")
+    for used in part.uses:
+        if used == pid or used not in (spec["parts"] or {}):
+            raise ConfigError(f"{where}.uses: {used!r} is not another part of {aid} "
+                              f"(known: {', '.join(p for p in spec['parts'] if p != pid)})")
+    return part
+
+
+def _assignment(where, aid, spec, root, seen_parts):
+    """One assignment: its notebook, its parts (each in one assignment only) and written answers."""
+    _fields_keys(where, spec, Assignment)
+    nb_path = os.path.join(root, "solutions", aid, spec["notebook"])
+    if not os.path.exists(nb_path):
+        raise ConfigError(f"{where}.notebook: {os.path.relpath(nb_path)} does not exist")
+    cells = _notebook_cells(nb_path)
+    parts = []
+    for pid, pspec in (spec["parts"] or {}).items():
+        pwhere = f"{where}.parts.{pid}"
+        if not isinstance(pid, str) or not PART_ID.fullmatch(pid):
+            raise ConfigError(f"{pwhere}: a part's id must be lower-case letters, digits and _, "
+                              "starting with a letter")
+        if pid in seen_parts:
+            raise ConfigError(f"{pwhere}: part appears in two assignments")
+        seen_parts.add(pid)
+        parts.append(_part(pwhere, aid, pid, pspec, spec, cells, root))
+    written = spec.get("written") or {}
+    _keys(f"{where}.written", written, sorted(c for c in cells if c.startswith("answer_")))
+    for cell, pts in written.items():
+        _number(f"{where}.written.{cell}", pts)
+    return Assignment(id=aid, notebook=spec["notebook"], parts=parts, written=dict(written))
+
+
+def _read(path, name):
     try:
         with open(path) as fh:
-            raw = yaml.safe_load(fh)
+            return yaml.safe_load(fh)
     except FileNotFoundError:
         raise ConfigError(f"{name}: file not found") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-    _keys(name, raw, ("course_id", "limits", "assignments", "exchange_root", "similarity_threshold",
-                     "cluster", "cluster_tls", "db_url"),
-          ("course_id", "limits", "assignments"))
+
+
+def load(path: str | None = None) -> Course:
+    """Read and validate course.yaml (default: the one at the course root)."""
+    path = path or os.path.join(ROOT, "course.yaml")
+    root = os.path.dirname(os.path.abspath(path))
+    name = os.path.relpath(path)
+    raw = _read(path, name)
+    _fields_keys(name, raw, Course)
+    values: dict[str, Any] = {"course_id": str(raw["course_id"])}
     exchange = raw.get("exchange_root")
     if exchange is not None and (not isinstance(exchange, str) or not exchange.strip()):
         raise ConfigError(f"{name}: exchange_root: must be a folder's path, got {exchange!r}")
-    similar = _number(f"{name}: similarity_threshold", raw.get("similarity_threshold", 0.5), positive=True)
-    if similar > 1:
-        raise ConfigError(f"{name}: similarity_threshold: a share of shared code, at most 1, got {similar!r}")
+    if exchange:
+        values["exchange_root"] = os.path.abspath(os.path.join(root, os.path.expanduser(exchange)))
+    if "similarity_threshold" in raw:
+        similar = _number(f"{name}: similarity_threshold", raw["similarity_threshold"], positive=True)
+        if similar > 1:
+            raise ConfigError(f"{name}: similarity_threshold: a share of shared code, at most 1, got {similar!r}")
+        values["similarity_threshold"] = float(similar)
     for key, what in (("cluster", "a Dask scheduler's address"), ("db_url", "an SQLAlchemy URL")):
         if raw.get(key) is not None and (not isinstance(raw[key], str) or not raw[key].strip()):
             raise ConfigError(f"{name}: {key}: must be {what}, got {raw[key]!r}")
-    cluster_tls = None
     if raw.get("cluster_tls") is not None:
-        cluster_tls = _cluster_tls(f"{name}: cluster_tls", raw["cluster_tls"], root)
+        values["cluster_tls"] = _cluster_tls(f"{name}: cluster_tls", raw["cluster_tls"], root)
     if raw.get("cluster") is not None:
         check_cluster_address(f"{name}: cluster", raw["cluster"])
-        if cluster_tls is None:
+        if "cluster_tls" not in values:
             raise ConfigError(f"{name}: cluster: needs cluster_tls, the CA, certificate and key this "
                               "client shows the cluster (`course cluster --certs DIR` makes a set)")
-    _keys(f"{name}: limits", raw["limits"], ("time_per_test", "time_per_part", "memory_mb"),
-          ("time_per_test", "time_per_part", "memory_mb"))
-    time_limit = _number(f"{name}: limits.time_per_test", raw["limits"]["time_per_test"], positive=True)
-    part_limit = _number(f"{name}: limits.time_per_part", raw["limits"]["time_per_part"], positive=True)
-    if part_limit < time_limit:
-        raise ConfigError(f"{name}: limits.time_per_part ({part_limit}) must be at least "
-                          f"limits.time_per_test ({time_limit})")
-    memory = _number(f"{name}: limits.memory_mb", raw["limits"]["memory_mb"], positive=True)
+        values["cluster"] = raw["cluster"]
+    if raw.get("db_url"):
+        values["db_url"] = os.path.expandvars(raw["db_url"])
+    values["limits"] = _limits(f"{name}: limits", raw["limits"])
     if not isinstance(raw["assignments"], dict) or not raw["assignments"]:
         raise ConfigError(f"{name}: assignments: expected at least one assignment")
-
-    assignments, seen_parts = [], set()
-    for aid, spec in raw["assignments"].items():
-        where = f"{name}: assignments.{aid}"
-        _keys(where, spec, ("notebook", "parts", "written"), ("notebook", "parts"))
-        nb_path = os.path.join(root, "solutions", aid, spec["notebook"])
-        if not os.path.exists(nb_path):
-            raise ConfigError(f"{where}.notebook: {os.path.relpath(nb_path)} does not exist")
-        cells = _notebook_cells(nb_path)
-        parts = []
-        for pid, pspec in (spec["parts"] or {}).items():
-            pwhere = f"{where}.parts.{pid}"
-            if not isinstance(pid, str) or not PART_ID.fullmatch(pid):
-                raise ConfigError(f"{pwhere}: a part's id must be lower-case letters, digits and _, "
-                                  "starting with a letter")
-            if pid in seen_parts:
-                raise ConfigError(f"{pwhere}: part appears in two assignments")
-            seen_parts.add(pid)
-            _keys(pwhere, pspec, ("title", "points", "cells", "tests", "uses"), ("points", "cells", "tests"))
-            points = _number(f"{pwhere}.points", pspec["points"])
-            for cell in pspec["cells"]:
-                if cell not in cells:
-                    raise ConfigError(f"{pwhere}.cells: {spec['notebook']} has no cell {cell!r}")
-            if f"check_{pid}" not in cells:
-                raise ConfigError(f"{pwhere}: {spec['notebook']} has no test cell 'check_{pid}'")
-            if not os.path.exists(os.path.join(root, pspec["tests"])):
-                raise ConfigError(f"{pwhere}.tests: {pspec['tests']} does not exist")
-            public = os.path.join("solutions", aid, f"test_{pid}.py")
-            if not os.path.exists(os.path.join(root, public)):
-                raise ConfigError(f"{pwhere}: public tests {public} do not exist")
-            uses = pspec.get("uses") or []
-            for used in uses:
-                if used == pid or used not in (spec["parts"] or {}):
-                    raise ConfigError(f"{pwhere}.uses: {used!r} is not another part of {aid} "
-                                      f"(known: {', '.join(p for p in spec['parts'] if p != pid)})")
-            parts.append(Part(pid, pspec.get("title", pid), points, list(pspec["cells"]),
-                              pspec["tests"], public, list(uses)))
-        written = spec.get("written") or {}
-        _keys(f"{where}.written", written, sorted(c for c in cells if c.startswith("answer_")))
-        for cell, pts in written.items():
-            _number(f"{where}.written.{cell}", pts)
-        assignments.append(Assignment(aid, spec["notebook"], parts, dict(written)))
-    return Course(root, path, str(raw["course_id"]), float(time_limit), int(memory),
-                  float(part_limit), assignments,
-                  os.path.abspath(os.path.join(root, os.path.expanduser(exchange))) if exchange else None,
-                  float(similar), raw.get("cluster"), cluster_tls,
-                  os.path.expandvars(raw["db_url"]) if raw.get("db_url") else None)
+    seen_parts: set[str] = set()
+    values["assignments"] = [_assignment(f"{name}: assignments.{aid}", aid, spec, root, seen_parts)
+                             for aid, spec in raw["assignments"].items()]
+    return Course(root=root, path=path, **values)
 
 
 def write_exchange_root(course, root):

@@ -16,6 +16,7 @@ import os
 import stat
 
 from autograder import submission_time
+from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError
 
 _BASE = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _FOLDER = _BASE | os.O_NOFOLLOW
@@ -96,6 +97,17 @@ def read_path(path, limit):
         if name:
             names.insert(0, name)
     return read(path, names, limit)
+
+
+def read_submission(path: str) -> bytes:
+    """A submitted notebook's bytes by its path (:func:`read_path`), never more than the largest
+    notebook grading reads: NotebookError with the reason, in the student's terms, otherwise."""
+    try:
+        return read_path(path, MAX_NOTEBOOK_BYTES)
+    except Missing:
+        raise NotebookError("there is no notebook in this submission") from None
+    except Refused as exc:
+        raise NotebookError(str(exc)) from None
 
 
 def entries(fd):

@@ -47,7 +47,7 @@ def settings(course, out=None):
     c.CourseDirectory.db_url = course.db_url or f"sqlite:///{os.path.join(out, 'gradebook.db')}?timeout=60"
     c.ClearSolutions.code_stub = {"python": CODE_STUB}
     c.OverwriteCells.add_missing_cells = True
-    c.Execute.timeout = int(max(course.time_per_test, 1))
+    c.Execute.timeout = int(max(course.limits.time_per_test, 1))
     c.Exchange.root = course.exchange_root or os.path.join(out, "exchange")
     # hand-ins are strangers' files: collect never follows a link nor takes another's name,
     # the CSV export cannot hold a formula, feedback pages never carry a student's script
@@ -372,7 +372,7 @@ def gradebook_scores(course, out):
                 overrides = {}      # a part's score an instructor set by hand in formgrader
                 for part in assignment.parts:
                     try:
-                        grade = gb.find_grade(f"check_{part.id}", notebook, assignment.id, sub.student_id)
+                        grade = gb.find_grade(part.check_cell, notebook, assignment.id, sub.student_id)
                     except MissingEntry:
                         continue
                     if grade.manual_score is not None:

@@ -58,7 +58,7 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
 def _require_corpus(course, submissions):
     """Stop before grading when a submission trains and the corpus is missing: that is the
     grader's problem, and grading on would score every training check as the students' failure."""
-    if any(corpus.needs_corpus(course, course.assignment(a)) for _, a, _ in submissions):
+    if any(corpus.needs_corpus(course, course.assignment(task.assignment)) for task in submissions):
         try:
             corpus.find(course)
         except RuntimeError as exc:      # corpus.CorpusError: where it looked, what to do
@@ -77,17 +77,18 @@ def to_gradebook(course, submitted, out, submissions, batch):
     by_key = {r.key: r for r in batch.records}
     warnings = []
     for assignment in course.assignments:
-        mine = [(s, a, p) for s, a, p in submissions if a == assignment.id]
-        autograded = [os.path.join(out, "autograded", s, a, assignment.notebook) for s, a, _ in mine]
-        if not mine or (not any((s, a) in fresh for s, a, _ in mine)
+        mine = [task for task in submissions if task.assignment == assignment.id]
+        autograded = [os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)
+                      for task in mine]
+        if not mine or (not any(task.key in fresh for task in mine)
                         and all(os.path.exists(p) for p in autograded)):
             continue      # the gradebook already holds these very results
         nbgrader_bridge.register(course, assignment, out)
-        for student, _, _ in mine:
-            if not by_key[student, assignment.id].grader_error:
-                left_out = nbgrader_bridge.stage(course, submitted, out, student, assignment)
+        for task in mine:
+            if not by_key[task.key].grader_error:
+                left_out = nbgrader_bridge.stage(course, submitted, out, task.student, assignment)
                 if left_out:
-                    batch.left_out.append(f"{student}/{assignment.id}: {', '.join(left_out)}")
+                    batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
         try:
             nbgrader_bridge.autograde(course, assignment, out)
         except NbgraderError as exc:

@@ -12,7 +12,7 @@ to that folder (``nbgrader_config.py`` calls :func:`autograder.nbgrader_bridge.c
 
 Grading still reaches what it binds into the sandbox (the course's environment,
 ``selfcheck/``, the corpus): as root, a path the sandbox's unprivileged user cannot reach is
-bound in through the sandbox's own mount namespace (:func:`autograder.sandbox._stage`), and
+bound in through the sandbox's own mount namespace (:func:`autograder.sandbox.as_root.stage_binds`), and
 as the instructor the sandbox runs as the instructor. The exchange is reached by students, so
 on a server it lives outside the course folder (``course exchange --setup --root``).
 """

@@ -15,6 +15,7 @@ at a time by renames, so a refused release writes nothing.
 
 import ast
 import contextlib
+import dataclasses
 import filecmp
 import io
 import json
@@ -26,6 +27,7 @@ import tempfile
 import pytest
 
 import selfcheck
+import selfcheck.manifest
 from autograder import chapter
 from autograder.config import ConfigError
 from selfcheck.program import is_solution, read_notebook, source
@@ -40,7 +42,7 @@ MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN
 
 def _points(assignment):
     """grade id -> the points course.yaml gives it."""
-    wanted = {f"check_{p.id}": p.points for p in assignment.parts}
+    wanted = {p.check_cell: p.points for p in assignment.parts}
     wanted.update(assignment.written)
     return wanted
 
@@ -162,14 +164,13 @@ def vendor(course, assignment, folder):
         shutil.copy(os.path.join(SELFCHECK, name), os.path.join(kit, name))
     manifest = {
         "assignment": assignment.id, "notebook": assignment.notebook,
-        "time_per_test": course.time_per_test, "time_per_part": course.time_per_part,
-        "memory_mb": course.memory_mb,
+        "limits": dataclasses.asdict(course.limits),
         "parts": [{"id": p.id, "title": p.title, "points": p.points, "cells": list(p.cells),
-                   "tests": f"test_{p.id}.py",
+                   "check_cell": p.check_cell, "tests": p.public_file,
                    "hidden_checks": count_tests(os.path.join(course.root, p.hidden))}
                   for p in assignment.parts],
     }
-    with open(os.path.join(kit, "manifest.json"), "w") as fh:
+    with open(os.path.join(kit, selfcheck.manifest.NAME), "w") as fh:
         json.dump(manifest, fh, indent=1)
         fh.write("\n")
     if "chapter.py" in modules:          # the public checks' targets

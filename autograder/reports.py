@@ -13,6 +13,7 @@ import os
 import re
 import statistics
 
+from autograder.store import replacing
 from selfcheck.wire import clean_text
 
 
@@ -31,13 +32,11 @@ def spreadsheet_safe(value):
 
 def write_csv(path, columns, rows_):
     """Write rows (dicts) to ``path`` atomically, every field spreadsheet-safe."""
-    tmp = path + ".tmp"
-    with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as fh:
+    with replacing(path, newline="", encoding="utf-8", errors="replace") as fh:
         writer = csv.DictWriter(fh, fieldnames=columns)
         writer.writeheader()
         for row in rows_:
             writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
-    os.replace(tmp, path)
     return path
 
 

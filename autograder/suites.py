@@ -12,7 +12,6 @@ the grader's, fed plain data, so its source never meets the student's code.
 
 import contextlib
 import dataclasses
-import hashlib
 import io
 import os
 import sys
@@ -22,18 +21,21 @@ import types
 import pytest
 
 from autograder import corpus, mistake_ids
+from autograder.config import Assignment, Course, Part
 from autograder.results import Check, PartResult
+from autograder.versions import file_hash
 from selfcheck import wire
 from selfcheck.checks import CheckFailed, diagnoses
+from selfcheck.launch import Jail
 from selfcheck.notes import load_failure
-from selfcheck.program import program, read_notebook
+from selfcheck.program import Program, program, read_notebook
 from selfcheck.student import InfrastructureError, Student, StudentError
 
-_REFERENCES = {}
+_REFERENCES: dict[tuple[str, str], types.SimpleNamespace] = {}
 STAND_INS_STARTUP = 60      # seconds for the reference stand-ins to load (never the student's time)
 
 
-def reference_namespace(course, assignment):
+def reference_namespace(course: Course, assignment: Assignment) -> types.SimpleNamespace:
     """The solution notebook's definitions, run once per process (trusted code)."""
     key = (course.root, assignment.id)
     if key not in _REFERENCES:
@@ -54,28 +56,20 @@ class StandIns:
     """Starts the process that answers the student's calls to other parts' functions: the
     reference solution, in a sandbox of its own, fed plain data over a pair of pipes."""
 
-    def __init__(self, course, assignment, workdir, jail):
-        self._args = dict(workdir=workdir, time_limit=STAND_INS_STARTUP, memory_mb=course.memory_mb,
-                          cpu_limit=course.time_per_part, jail=jail, label="the grader's stand-ins",
-                          max_timeouts=None)
+    def __init__(self, course: Course, assignment: Assignment, workdir: str, jail: Jail):
+        self._workdir, self._jail = workdir, jail
+        self._limits = dataclasses.replace(course.limits, time_per_test=STAND_INS_STARTUP)
         self._program = program(read_notebook(course.source(assignment, assignment.notebook)))
 
-    def start(self, fds, names):
-        process = Student(self._program, serve=(fds, names), **self._args)
+    def start(self, fds: tuple[int, ...], names: list[str]) -> Student:
+        process = Student(self._program, serve=(fds, names), workdir=self._workdir, limits=self._limits,
+                          jail=self._jail, label="the grader's stand-ins", max_timeouts=None)
         try:
             process.start()
         except StudentError as exc:      # the reference itself failed to load: ours to fix
             process.close()
             raise InfrastructureError(f"the reference stand-ins did not load: {exc.message}") from None
         return process
-
-
-def file_hash(*paths):
-    digest = hashlib.sha256()
-    for path in paths:
-        with open(path, "rb") as fh:
-            digest.update(fh.read())
-    return digest.hexdigest()[:12]
 
 
 class _Collector:
@@ -173,7 +167,8 @@ def _forget(paths):
             del sys.modules[name]
 
 
-def run_part(course, assignment, part, prog, workdir, *, jail=None, public_only=False):
+def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, workdir: str, *,
+             jail: Jail | None = None, public_only: bool = False) -> PartResult:
     """Grade one part: returns its result record (score, status, reason, checks).
 
     Raises InfrastructureError when the sandbox failed: then nothing about the
@@ -185,11 +180,11 @@ def run_part(course, assignment, part, prog, workdir, *, jail=None, public_only=
         # the hidden checks train the reference here, and framework.load_corpus reads only what
         # it is given: the course's corpus, as every sandbox gets it
         os.environ["TINYSHAKESPEARE"] = corpus.find(course)
-    if jail is None:            # the sandbox (autograder/sandbox.py)
+    if jail is None:            # the sandbox (autograder/sandbox/)
         from autograder import sandbox
         jail = sandbox.jail(course)
-    student = Student(prog, workdir=workdir, time_limit=course.time_per_test, budget=course.time_per_part,
-                      memory_mb=course.memory_mb, jail=jail, label=f"your notebook ({part.id})",
+    student = Student(prog, workdir=workdir, limits=course.limits, budget=True, jail=jail,
+                      label=f"your notebook ({part.id})",
                       stand_ins=StandIns(course, assignment, workdir, jail))
     hidden = os.path.join(course.root, part.hidden)
     collector = _Collector(student, reference, hidden)
@@ -205,8 +200,6 @@ def run_part(course, assignment, part, prog, workdir, *, jail=None, public_only=
     if collector.infrastructure is not None:
         raise collector.infrastructure
     checks = collector.checks
-    total = sum(c.weight for c in checks) or 1
-    earned = sum(c.weight for c in checks if c.passed)
     for check in checks:        # the catalogue's name for what it diagnosed: counts never read messages
         check.mistake = mistake_ids.identify(course.root, part.id, check)
     total = sum(c.weight for c in checks) or 1

@@ -100,7 +100,7 @@ def baseline(course, submitted, work):
                  f"c.CourseDirectory.course_id = {course.course_id!r}\n"
                  f"c.CourseDirectory.source_directory = {os.path.join(ROOT, 'solutions')!r}\n"
                  f"c.CourseDirectory.release_directory = {os.path.join(folder, 'release')!r}\n"
-                 f"c.Execute.timeout = {int(max(course.time_per_test, 1))}\n")
+                 f"c.Execute.timeout = {int(max(course.limits.time_per_test, 1))}\n")
     shutil.copytree(submitted, os.path.join(folder, "submitted"))
     for path in _notebooks(os.path.join(folder, "submitted")):
         with open(path) as fh:

@@ -7,7 +7,6 @@ folder runs all of them against the saved notebook in a fresh process.
 
 import functools
 import importlib.util
-import json
 import os
 
 
@@ -67,12 +66,12 @@ def check(part, folder="."):
     """
     import __main__
 
-    from selfcheck import notes
+    from selfcheck import manifest, notes
     from selfcheck.program import NotebookError, read_notebook
     from selfcheck.student import LocalStudent
 
-    with open(os.path.join(folder, "selfcheck", "manifest.json")) as fh:
-        info = json.load(fh)
+    info = manifest.read(folder)
+    tests = {p["id"]: os.path.join(folder, p["tests"]) for p in info["parts"]}
     entry = next(p for p in info["parts"] if p["id"] == part)
     try:
         nb = read_notebook(os.path.join(folder, info["notebook"]))
@@ -84,11 +83,10 @@ def check(part, folder="."):
     student = LocalStudent(vars(__main__))
     uses = notes.uses(nb, info["parts"]) if nb else {}
     failing_parts = {other for other in uses.get(part, {})
-                     if any(reason for _, reason in _run(_public_tests(os.path.join(folder, f"test_{other}.py")),
-                                                            student))}
+                     if any(reason for _, reason in _run(_public_tests(tests[other]), student))}
     lean = notes.leaning_on(part, uses, failing_parts)
     passed, failures = 0, list(unloaded)
-    for what, reason in _run(_public_tests(os.path.join(folder, entry["tests"])), student):
+    for what, reason in _run(_public_tests(tests[part]), student):
         if reason is None:
             passed += 1
             print(f"  ok    {what}")

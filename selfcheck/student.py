@@ -7,15 +7,16 @@ limit, and returns the plain-data answer. A name the notebook's *given* cells
 define (``student.tiny_forward``) runs the given code on this side instead,
 calling the student's functions remotely, so no student cell can replace it.
 
-Limits are CPU time, so a call slowed down by a loaded machine is not cut
-short: each call may use ``time_limit`` seconds of CPU time, and all of one
-handle's processes together ``budget`` seconds (what its processes use between
-calls counts too). The CPU time is the sandbox's own count where it has one
+Limits (:class:`selfcheck.limits.Limits`) are CPU time, so a call slowed down
+by a loaded machine is not cut short: each call may use ``time_per_test``
+seconds of CPU time, and, with a ``budget``, all of one handle's processes
+together ``time_per_part`` seconds (what its processes use between calls
+counts too). The CPU time is the sandbox's own count where it has one
 (``Launch.cpu``: its cgroup, as root), else that of the process and its
 descendants read from ``/proc`` (children that exit unwaited-for, or leave the
 tree, are missed there: the wall clock below still ends the call); where
-neither exists (no ``/proc``) the limits are wall-clock seconds. A wall-clock
-backstop, ``WALL_FACTOR`` times each limit, ends a call, and a part, that
+neither exists (no ``/proc``) the limits are wall-clock seconds
+(:mod:`selfcheck.clock`). A wall-clock backstop, ``WALL_FACTOR`` times each limit, ends a call, and a part, that
 waits, sleeps or is blocked. After ``MAX_TIMEOUTS`` timed-out calls, or once
 the budget is spent, every later call fails at once (status timeout, "not
 run"). The process is killed, with every process it started, on a timeout or
@@ -28,14 +29,14 @@ The functions of other parts (stand-ins) are answered by a second process,
 ``stand_ins.start(fds, names)``, started when the student's code first calls
 one; the two processes talk over a pair of pipes made here, and a timeout of
 the student's call ends both. At grading, ``jail`` is the sandbox of
-``autograder/sandbox.py``, which decides what each process can see.
+``autograder/sandbox/``, which decides what each process can see
+(:class:`selfcheck.launch.Jail`).
 """
 
 import contextlib
 import json
 import math
 import os
-import resource
 import select
 import signal
 import subprocess
@@ -44,6 +45,9 @@ import time
 import uuid
 
 from selfcheck import wire
+from selfcheck.clock import Clock, tree_meter
+from selfcheck.launch import Jail, Unconfined
+from selfcheck.limits import Limits
 from selfcheck.program import Program
 
 _HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,7 +60,6 @@ MAX_TIMEOUTS = 2        # calls that may time out before the remaining ones are 
 STARTUP_SECONDS = 60    # for the process to say "ready" (a loaded machine, never the student's time)
 WALL_FACTOR = 3         # a call, and a part, may run this many times its CPU limit in wall-clock time
 RLIMIT_MARGIN = 5       # CPU seconds over a process's allowance before the kernel stops it (its start)
-POLL_SECONDS = (0.05, 1.0)    # how often a running call's CPU time is read, at least and at most
 MESSAGE_CHARS = 2000    # of any message from the student's process
 GIVEN_MAX_NUMBERS = 100_000   # in one answer the given code (run by the grader) computes on
 
@@ -112,85 +115,6 @@ def _size(value):
     return 1
 
 
-_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _tree_cpu_seconds(root):
-    """CPU seconds used by process ``root`` and its descendants, those alive and those one of
-    them waited for, from /proc; None when ``root`` is not there."""
-    children, used = {}, {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        children.setdefault(int(fields[1]), []).append(int(name))
-        used[int(name)] = sum(int(f) for f in fields[11:15])      # utime stime cutime cstime
-    if root not in used:
-        return None
-    total, todo = 0, [root]
-    while todo:
-        pid = todo.pop()
-        total += used.get(pid, 0)
-        todo += children.get(pid, [])
-    return total / _TICKS
-
-
-def _tree_meter(root):
-    """``_tree_cpu_seconds(root)`` that never goes back: the count drops when the tree ends, or a
-    child exits that nobody waits for, and CPU time once used stays used."""
-    last = [0.0]
-
-    def meter():
-        now = _tree_cpu_seconds(root)
-        if now is not None and now > last[0]:
-            last[0] = now
-        return last[0]
-    return meter
-
-
-class _Clock:
-    """When one call must end: once its processes have used ``cpu`` seconds of CPU time since
-    the meter read ``first`` (``meter`` None: wall-clock time only) or after ``wall`` seconds,
-    whichever comes first."""
-
-    def __init__(self, meter, cpu, wall, first=0.0):
-        self.meter, self.cpu, self.wall, self.first = meter, cpu, wall, first
-        self.started = time.monotonic()
-        self._end = self.started + wall
-        self._look = self.started               # when to read the meter next
-        self.used = 0.0                         # CPU seconds, when last read
-        self.expired = None                     # "cpu" or "wall", once the call has run out
-
-    def wait(self):
-        """Seconds to wait before looking again; None once a limit is reached."""
-        now = time.monotonic()
-        if now >= self._end:
-            self.expired = "wall"
-            if self.meter is not None:
-                self.used = self.meter() - self.first
-            return None
-        if self.meter is None:
-            return self._end - now
-        if now >= self._look:
-            self.used = self.meter() - self.first
-            left = self.cpu - self.used
-            if left <= 0:
-                self.expired = "cpu"
-                return None
-            # every core could be busy: look again before the rest could have been used
-            self._look = now + min(max(left / (os.cpu_count() or 1), POLL_SECONDS[0]), POLL_SECONDS[1])
-        return min(self._end, self._look) - now
-
-    def extend(self, seconds):
-        """Time the call spent waiting on the grader (starting the stand-ins) is never its own."""
-        self._end += seconds
-        self._look += seconds
-
-
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -198,53 +122,13 @@ def _signal_name(code):
         return f"signal {-code}"
 
 
-class Launch:
-    """How to start one process: the command before ours, its environment, where our code and
-    its working folder are as the process sees them, and what to release when it is gone."""
-
-    def __init__(self, prefix, env, code_root, python, preexec, *, workdir, scratch, release=None, cpu=None):
-        self.prefix, self.env, self.code_root, self.python = prefix, env, code_root, python
-        self.preexec, self.workdir, self.scratch = preexec, workdir, scratch
-        self._release = release
-        self.cpu = cpu          # CPU seconds the sandbox's processes used so far, if it counts them
-
-    def release(self):
-        if self._release is not None:
-            self._release()
-            self._release = None
-
-
-def rlimits(memory_mb, cpu_seconds):
-    """The limits every process running a student's code gets: address space, CPU, no core."""
-    mem = int(memory_mb) << 20
-    return [(resource.RLIMIT_AS, (mem, mem)), (resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 5)),
-            (resource.RLIMIT_CORE, (0, 0))]
-
-
-def limited(limits):
-    """A preexec function: a session of its own, then ``limits``."""
-    def apply():
-        os.setsid()
-        for kind, value in limits:
-            resource.setrlimit(kind, value)
-    return apply
-
-
-class _Unconfined:
-    """No sandbox: a student's own machine running their own self-check, with rlimits."""
-
-    @staticmethod
-    def launch(*, workdir, env, code_root, memory_mb, cpu_seconds):
-        return Launch([], dict(env, TMPDIR=workdir), code_root, sys.executable,
-                      limited(rlimits(memory_mb, cpu_seconds)), workdir=workdir, scratch=workdir)
-
-
 class Student:
     """A notebook's code running in a process of its own."""
 
-    def __init__(self, program, *, workdir, time_limit=10.0, budget=None, memory_mb=1024,
-                 cpu_limit=None, jail=None, label="your notebook", stand_ins=None, serve=None,
-                 max_timeouts=MAX_TIMEOUTS):
+    def __init__(self, program, *, workdir, limits: Limits, budget: bool = False, jail: Jail | None = None,
+                 label="your notebook", stand_ins=None, serve=None, max_timeouts=MAX_TIMEOUTS):
+        """``budget``: all the calls together may use ``limits.time_per_part`` (one part at grading;
+        the student's own self-check runs every part in one process, the stand-ins answer for all)."""
         if not isinstance(program, Program):
             program = Program(cells=[tuple(c) for c in program])
         self._cells = [list(c) for c in program.cells]
@@ -252,15 +136,15 @@ class Student:
         self._given_names = set(program.given_names)
         self._given = None
         self._workdir = os.path.abspath(workdir)
-        self.time_limit = float(time_limit)
-        self.budget = float(budget) if budget else None
-        self.memory_mb = int(memory_mb)
-        # the most CPU time one process may use in all (RLIMIT_CPU): the budget, unless told
-        self._cpu_limit = math.ceil(cpu_limit or self.budget or self.time_limit) + RLIMIT_MARGIN
-        self._jail = jail or _Unconfined
+        self.time_limit = float(limits.time_per_test)
+        self.budget = float(limits.time_per_part) if budget else None
+        self.memory_mb = int(limits.memory_mb)
+        # the most CPU time one process may use in all (RLIMIT_CPU): a part's
+        self._cpu_limit = math.ceil(limits.time_per_part) + RLIMIT_MARGIN
+        self._jail = jail or Unconfined()
         self._stand_ins = stand_ins          # starts the process answering other parts' functions
         self._serve = serve                  # (fds, names): this process is such a process
-        self._pipes = []                     # our ends of the pipes for a stand-ins' process
+        self._pipes: list[int] = []          # our ends of the pipes for a stand-ins' process
         self._stand_in_process = None
         self.label = label
         self._proc = self._launch = None
@@ -277,7 +161,7 @@ class Student:
         self._stand_in_base = 0.0       # the stand-ins' CPU time when they were ready
         self._token = uuid.uuid4().hex
         self.broken = None          # a StudentError that ends every later call
-        self.load_errors = []       # cells that raised while loading
+        self.load_errors: list[dict] = []   # cells that raised while loading
 
     # -- process lifetime -------------------------------------------------
     def _env(self):
@@ -322,13 +206,13 @@ class Student:
                 os.close(fd)
         self._answers = os.fdopen(read_fd, "rb")
         self._chunks, self._size = [], 0
-        line = self._readline(_Clock(None, None, STARTUP_SECONDS))
+        line = self._readline(Clock(None, None, STARTUP_SECONDS))
         if not line or not line.startswith(b'{"op": "ready"'):
             why = self._startup_failure()
             self.close()
             raise InfrastructureError(f"the sandbox for {self.label} did not start: {why}")
         pid = self._proc.pid
-        self._meter = launch.cpu or (_tree_meter(pid) if os.path.exists(f"/proc/{pid}/stat") else None)
+        self._meter = launch.cpu or (tree_meter(pid) if os.path.exists(f"/proc/{pid}/stat") else None)
         self._by_cpu = self._meter is not None
         self._seen = self.cpu_seconds() or 0.0
         reply = self._request(load, what="loading " + self.label)
@@ -514,8 +398,8 @@ class Student:
         if self.budget is not None:
             cpu = min(cpu, self.budget - self._spent)
             wall = cpu if not self._by_cpu else min(wall, self.budget - self._wall / WALL_FACTOR)
-        clock = (_Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen) if self._by_cpu
-                 else _Clock(None, cpu, wall))
+        clock = (Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen) if self._by_cpu
+                 else Clock(None, cpu, wall))
         self._ours = 0.0                     # time spent starting the stand-ins: never the student's
         try:
             reply = self._exchange(request, clock, what)

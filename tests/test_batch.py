@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from autograder import cli, cohort, grading, pipeline, reports
+from autograder import cli, cohort, grading, pipeline, reports, store, versions
 from autograder import release as release_module
 from autograder.progress import Progress
 from autograder.results import PartResult, Submission
@@ -86,14 +86,14 @@ def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(
     cohort.write(cohort.solved(course, assignment, mistake["cells"]), str(submitted), "reference", assignment)
     changed = pipeline.grade(course, str(submitted), str(folder), jobs=2)
     assert [(r.student, r.assignment) for r in changed.graded] == [("reference", assignment.id)]
-    old = grading.history(str(folder), "reference", assignment.id)
+    old = store.history(str(folder), "reference", assignment.id)
     assert len(old) == 1 and old[0].sha256 != changed.graded[0].sha256
     assert sum(p.score for p in old[0].parts) == sum(p.points for p in assignment.parts)
-    assert grading.stale(course, changed.graded[0], str(submitted / "reference" / assignment.id
+    assert versions.stale(course, changed.graded[0], str(submitted / "reference" / assignment.id
                                                         / assignment.notebook)) is None
 
     # --force grades even an unchanged submission
-    subs = [s for s in grading.find_submissions(course, str(submitted)) if s[0] == "untouched-stub"]
+    subs = [s for s in grading.find_submissions(course, str(submitted)) if s.student == "untouched-stub"]
     forced = grading.grade_all(course, subs, str(folder), jobs=1, force=True)
     assert len(forced.graded) == len(subs) and forced.skipped == []
 
@@ -117,7 +117,7 @@ def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
     assert proc.returncode == 130, stderr[-2000:]
     assert "interrupted" in stderr and "--resume" in stderr
     assert 2 <= len(done_before) < len(made)
-    assert not grading.read_journal(str(out))["finished"]
+    assert not store.read_journal(str(out))["finished"]
     # plain lines, not a bar, when stderr is not a terminal
     assert "\r" not in stderr and f"/{len(made)}" in stderr
 
@@ -125,7 +125,7 @@ def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
     batch = pipeline.grade(course, str(submitted), str(out), jobs=2, progress=Progress(err))
     assert len(batch.skipped) == len(done_before)
     assert len(batch.graded) == len(made) - len(done_before)
-    assert grading.read_journal(str(out))["finished"]
+    assert store.read_journal(str(out))["finished"]
     for path, mtime in done_before.items():
         assert path.stat().st_mtime_ns == mtime, f"{path} was graded twice"
     assert "unchanged since they were graded" in err.getvalue()
@@ -198,12 +198,12 @@ def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course_copy
     assert float(old) == part.points and float(new) < part.points
     assert "1 of" in text and "part scores changed" in text
 
-    history = grading.history(str(out), "ann", assignment.id)
+    history = store.history(str(out), "ann", assignment.id)
     assert len(history) == 1
-    assert history[0].suites[part.id] != grading.read_result(str(out), "ann", assignment.id).suites[part.id]
+    assert history[0].suites[part.id] != store.read_result(str(out), "ann", assignment.id).suites[part.id]
     assert sum(p.score for p in history[0].parts) == sum(p.points for p in assignment.parts)
     names = os.listdir(out / "results" / "ann" / "history")
-    assert names == [f"{assignment.id}.{grading._versions_key(history[0])}.json"]
+    assert names == [f"{assignment.id}.{store.versions_key(history[0])}.json"]
 
 
 @pytest.mark.slow
@@ -223,7 +223,7 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
     config_path = ["--config", changed.path]
     assert cli.main(config_path + ["release"]) == 0
     said = capsys.readouterr().out
-    assert f"check_{part.id} {part.points:g} -> {part.points + 1:g}" in said and assignment.notebook in said
+    assert f"{part.check_cell} {part.points:g} -> {part.points + 1:g}" in said and assignment.notebook in said
     assert cli.main(config_path + ["regrade", str(out)]) == 0
     said = capsys.readouterr().out
     assert "graded now: 1" in said
@@ -237,13 +237,14 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
     nbgrader_row = next(r for r in _csv(out / "grades.csv") if r["student_id"] == "ann")
     assert float(nbgrader_row["score"]) == full
     assert float(nbgrader_row["max_score"]) == full + sum(assignment.written.values())
-    record = grading.read_result(str(out), "ann", assignment.id)
+    record = store.read_result(str(out), "ann", assignment.id)
     path = str(submitted / "ann" / assignment.id / assignment.notebook)
-    assert grading.stale(changed, record, path) is None
+    assert versions.stale(changed, record, path) is None
     # the limits decide scores too (a slow solution can pass or time out): they mark results stale
     for limit in ("time_per_test", "time_per_part", "memory_mb"):
-        other = dataclasses.replace(changed, **{limit: getattr(changed, limit) * 2})
-        assert grading.stale(other, record, path) is not None, limit
+        other = dataclasses.replace(changed, limits=dataclasses.replace(
+            changed.limits, **{limit: getattr(changed.limits, limit) * 2}))
+        assert versions.stale(other, record, path) is not None, limit
 
 
 # --- 4. exports ----------------------------------------------------------------------------------------
@@ -266,7 +267,7 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         # and overrides a part the grader failed: every export must carry the instructor's score
         failed = next(r for r in _csv(folder / "parts.csv")
                       if r["assignment"] == assignment.id and float(r["score"]) < float(r["max_score"]))
-        override = gb.find_grade(f"check_{failed['part']}", notebook, assignment.id, failed["student"])
+        override = gb.find_grade(assignment.part(failed["part"]).check_cell, notebook, assignment.id, failed["student"])
         override.manual_score = float(failed["max_score"])
         gb.db.commit()
     assert cli.main(["export", str(folder)]) == 0

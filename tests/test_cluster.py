@@ -29,7 +29,7 @@ import urllib.request
 import pytest
 import yaml
 
-from autograder import cluster_certs, config, grading, pipeline
+from autograder import cluster_certs, config, pipeline, store
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed: pip install -e '.[cluster]' "
                                                         "(make test does)")
@@ -171,11 +171,11 @@ def _wait_for_results(out, at_least, proc):
 def _graded_once(out, made):
     """Every submission has one current result, none replaced (no history), none a grader error."""
     for student, assignment in made:
-        record = grading.read_result(str(out), student, assignment)
+        record = store.read_result(str(out), student, assignment)
         assert record is not None and not record.grader_error, (student, record)
-        assert not os.path.exists(grading.history_folder(str(out), student)), student
+        assert not os.path.exists(store.history_folder(str(out), student)), student
     assert len(list(out.glob("results/*/*.json"))) == len(made)
-    assert grading.read_journal(str(out))["finished"]
+    assert store.read_journal(str(out))["finished"]
 
 
 # --- what a stranger on the network or a co-tenant tries ------------------------------------------
@@ -322,9 +322,9 @@ def test_a_killed_worker_loses_nothing_and_grades_match_a_local_run(course, tls_
     pipeline.grade(course, str(submitted), str(local), jobs=2)
     assert (out / "grades.csv").read_text() == (local / "grades.csv").read_text()
     scores = {(r.student, p.part): (p.score, p.status, p.reason)
-              for r in grading.load_results(str(local)) for p in r.parts}
+              for r in store.load_results(str(local)) for p in r.parts}
     assert scores == {(r.student, p.part): (p.score, p.status, p.reason)
-                      for r in grading.load_results(str(out)) for p in r.parts}
+                      for r in store.load_results(str(out)) for p in r.parts}
 
     again = _grade(tls_course, submitted, out, "--cluster", cluster.address)       # incremental, as locally
     stdout, stderr = again.communicate(timeout=300)
@@ -366,8 +366,8 @@ def test_a_vanished_scheduler_stops_the_batch_and_resume_finishes_it(course, tls
     assert run.returncode == 130, stderr[-3000:]
     assert f"error: the Dask scheduler at {cluster.address} stopped answering" in stderr
     assert "Traceback" not in stderr
-    assert not grading.read_journal(str(out))["finished"]
-    kept = grading.load_results(str(out))
+    assert not store.read_journal(str(out))["finished"]
+    kept = store.load_results(str(out))
     assert kept and not any(r.grader_error for r in kept)   # never a student's score
 
     resumed = _grade(tls_course, submitted, out, "--resume")          # locally: the cluster is gone

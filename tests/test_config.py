@@ -71,6 +71,16 @@ def test_each_mistake_is_one_clear_line(course_copy, change, words):
         assert word in message
 
 
+def test_the_limits_load_as_one_record(course):
+    """course.yaml's limits become one record, each of its field's type, that grading, the
+    student's kit and the versions of results all take whole."""
+    from selfcheck.limits import Limits
+    with open(course.path) as fh:
+        raw = yaml.safe_load(fh)["limits"]
+    assert course.limits == Limits(**raw)
+    assert [type(getattr(course.limits, key)) for key in raw] == [float, float, int]
+
+
 def test_bad_yaml_names_the_line(course_copy):
     path = course_copy / "course.yaml"
     path.write_text("course_id: x\nlimits: [unclosed\n")

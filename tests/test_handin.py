@@ -25,7 +25,7 @@ def _read(submitted, student, limit=100):
 
 def test_a_plain_hand_in_is_read(submitted):
     assert _read(submitted, "alice") == b"alice's"
-    assert grading.read_submission(str(submitted / "alice" / "attention" / "attention.ipynb")) == b"alice's"
+    assert handin.read_submission(str(submitted / "alice" / "attention" / "attention.ipynb")) == b"alice's"
 
 
 @pytest.mark.parametrize("where", ["student", "assignment", "notebook"])
@@ -44,7 +44,7 @@ def test_a_link_at_any_depth_is_refused(submitted, where):
     with pytest.raises(handin.Refused, match="symbolic link"):
         _read(submitted, "mallory")
     with pytest.raises(NotebookError, match="symbolic link"):
-        grading.read_submission(str(submitted / "mallory" / "attention" / "attention.ipynb"))
+        handin.read_submission(str(submitted / "mallory" / "attention" / "attention.ipynb"))
 
 
 def test_a_fifo_or_a_device_is_never_opened_for_reading(submitted):
@@ -71,7 +71,7 @@ def test_find_submissions_leaves_linked_folders_out(course, submitted):
     os.symlink(submitted.parent / "solutions" / "attention", submitted / "eve" / "attention")
     refused = []
     found = grading.find_submissions(course, str(submitted), refused)
-    assert [(s, a) for s, a, _ in found] == [("alice", "attention")]
+    assert [task.key for task in found] == [("alice", "attention")]
     assert sorted(refused) == [("eve/attention", "a symbolic link, not a folder"),
                                ("mallory", "a symbolic link, not a folder")]
 

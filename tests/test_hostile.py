@@ -213,7 +213,8 @@ def test_gradebook_restores_tampered_test_cells(batch):
             "control-wrong": control, "deletes-solution-cell": 0.0}
     with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
         for student, score in want.items():
-            grade = gb.find_grade(f"check_{CATALOGUE.TARGET}", "attention", "attention", student)
+            grade = gb.find_grade(course.assignment("attention").part(CATALOGUE.TARGET).check_cell, "attention",
+                                  "attention", student)
             assert grade.max_score == points, (student, batch["errors"][-3000:])
             assert grade.score == pytest.approx(score), (student, grade.score)
         for name, expect in batch["expectations"].items():
@@ -233,8 +234,8 @@ def test_the_gradebook_agrees_with_the_results(batch):
     with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
         for row in batch["rows"]:
             notebook = os.path.splitext(course.assignment(row["assignment"]).notebook)[0]
-            grade = gb.find_grade(f"check_{row['part']}", notebook, row["assignment"],
-                                  row["student"].removeprefix("'"))
+            grade = gb.find_grade(course.assignment(row["assignment"]).part(row["part"]).check_cell, notebook,
+                                  row["assignment"], row["student"].removeprefix("'"))
             if (grade.score, grade.max_score) != (float(row["score"]), float(row["max_score"])):
                 disagree.append((row["student"], row["part"], grade.score, grade.max_score, row["score"]))
     assert not disagree, disagree
@@ -383,9 +384,14 @@ def test_the_catalogue_covers_every_behaviour():
 
 # --- the runner's guarantees, one at a time ------------------------------------------------
 
-def _student(workdir, code, **kw):
+def _student(workdir, code, *, time_limit=10.0, budget=None, memory_mb=1024):
+    """The process of a student whose code is ``code``: ``time_limit`` of CPU time per call and,
+    with a ``budget``, that much for all the calls together, as a part has at grading."""
+    from selfcheck.limits import Limits
     from selfcheck.student import Student
-    return Student([("probe", code)], workdir=str(workdir), jail=sandbox.jail(announce=False), **kw)
+    limits = Limits(time_per_test=time_limit, time_per_part=budget or time_limit, memory_mb=memory_mb)
+    return Student([("probe", code)], workdir=str(workdir), limits=limits, budget=budget is not None,
+                   jail=sandbox.jail(announce=False))
 
 
 REACH = '''
@@ -480,10 +486,12 @@ def report():
 AS_USER = '''
 import json, os, sys, tempfile
 from autograder import sandbox
+from selfcheck.limits import Limits
 from selfcheck.student import Student
 folder = tempfile.mkdtemp()
 os.chmod(folder, 0o755)
-with Student([("probe", sys.argv[1])], workdir=folder, jail=sandbox.jail(announce=False)) as student:
+with Student([("probe", sys.argv[1])], workdir=folder, limits=Limits(time_per_test=10, time_per_part=10, memory_mb=1024),
+             jail=sandbox.jail(announce=False)) as student:
     print(json.dumps({"isolated": sandbox.jail(announce=False).isolated, **student.report()}))
 '''
 
@@ -616,7 +624,7 @@ def test_a_part_has_a_total_time_budget(tmp_path, kind):
 def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, monkeypatch, capsys):
     """When the sandbox cannot start, nothing is recorded as the student's score: the part is not
     graded, parts.csv leaves the score empty, and the next run grades it again."""
-    from autograder import cli, cohort, grading
+    from autograder import cli, cohort, grading, store, versions
     from selfcheck.student import InfrastructureError
 
     class Broken:
@@ -637,8 +645,8 @@ def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, mo
     with open(out / "parts.csv") as fh:
         rows = list(csv.DictReader(fh))
     assert rows and all(r["status"] == "grader-error" and r["score"] == "" for r in rows), rows
-    record = grading.read_result(str(out), "honest", "attention")
-    assert grading.stale(course, record, path) == "the grader failed on it last time"
+    record = store.read_result(str(out), "honest", "attention")
+    assert versions.stale(course, record, path) == "the grader failed on it last time"
 
 
 def test_course_check_runs_in_the_sandbox(course, tmp_path):
@@ -707,6 +715,7 @@ def test_a_sandbox_gets_one_core_whatever_it_forks(tmp_path):
 LOADED = """
 import json, os, subprocess, sys, tempfile, time
 from autograder import sandbox
+from selfcheck.limits import Limits
 from selfcheck.student import Student, StudentError
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})         # one core, and four spinning on it,
 load = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
@@ -715,7 +724,7 @@ folder = tempfile.mkdtemp()
 os.chmod(folder, 0o755)
 out = {}
 try:
-    with Student([("probe", sys.argv[1])], workdir=folder, time_limit=1.0,
+    with Student([("probe", sys.argv[1])], workdir=folder, limits=Limits(time_per_test=1, time_per_part=1, memory_mb=1024),
                  jail=sandbox.jail(announce=False)) as student:
         student.start()
         for name, args in (("work", [0.3]), ("spin", [])):

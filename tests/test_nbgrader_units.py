@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from autograder import grading
+from autograder import store
 from autograder.results import Submission
 
 # slow only in that importing nbgrader costs seconds of CPU, which alone would take `make check`
@@ -64,7 +64,7 @@ def test_each_test_cell_gets_its_part_s_verdict_and_a_part_without_one_scores_ze
     from nbformat.v4 import new_notebook
 
     from autograder.nbgrader_bridge import ApplyResults
-    grading.write_result(str(tmp_path), Submission.from_json(_record("ann")))
+    store.write_result(str(tmp_path), Submission.from_json(_record("ann")))
     nb = new_notebook(cells=[_cell("softmax", "def softmax(z): ...", solution=True),
                              _cell("check_softmax", "check('softmax')", grade=True, points=4),
                              _cell("check_causal_mask", "check('causal_mask')", grade=True, points=4)])

@@ -95,10 +95,10 @@ def test_a_refused_release_writes_nothing_and_given_lines_are_no_leak(course_cop
     assert cli.main(["--config", copy.path, "release"]) == 0
     said = capsys.readouterr()
     assert "LEAK" not in said.err
-    assert f"check_{part.id} {part.points:g} -> {part.points + 1:g}" in said.out
+    assert f"{part.check_cell} {part.points:g} -> {part.points + 1:g}" in said.out
     synced = nbformat.read(solution, as_version=4)
     assert [c.metadata["nbgrader"]["points"] for c in synced.cells
-            if c.metadata.get("nbgrader", {}).get("grade_id") == f"check_{part.id}"] == [part.points + 1]
+            if c.metadata.get("nbgrader", {}).get("grade_id") == part.check_cell] == [part.points + 1]
     released = nbformat.read(copy.release(assignment, assignment.notebook), as_version=4)
     assert any(f"    {line}" in c.source for c in released.cells)
 

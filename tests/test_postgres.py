@@ -17,7 +17,7 @@ import tempfile
 
 import pytest
 
-from autograder import cli, grading, nbgrader_bridge, pipeline
+from autograder import cli, nbgrader_bridge, pipeline, store
 
 from test_batch import _small_cohort  # noqa: E402
 
@@ -106,4 +106,4 @@ def test_grading_and_every_export_give_the_same_numbers_as_sqlite(course, course
                           env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert _rows(pg / "grades.csv") == _rows(lite / "grades.csv")
-    assert grading.read_journal(str(pg))["finished"]
+    assert store.read_journal(str(pg))["finished"]

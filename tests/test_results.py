@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from autograder import grading
+from autograder import store
 from autograder.results import VERSION, Check, PartResult, Submission
 
 # a results/<student>/<assignment>.json as the grader before typed records wrote it
@@ -41,8 +41,8 @@ def test_results_files_of_both_formats_are_read_and_anything_else_is_skipped(tmp
     (tmp_path / "results" / "ann").mkdir(parents=True)
     (tmp_path / "results" / "ann" / "attention.json").write_text(json.dumps(VERSION_1))
     (tmp_path / "results" / "ann" / "other.json").write_text('{"not": "a record"}')
-    grading.write_result(str(tmp_path), Submission("bo", "attention", "attention.ipynb"))
-    assert [r.student for r in grading.load_results(str(tmp_path))] == ["ann", "bo"]
+    store.write_result(str(tmp_path), Submission("bo", "attention", "attention.ipynb"))
+    assert [r.student for r in store.load_results(str(tmp_path))] == ["ann", "bo"]
 
 
 @pytest.mark.parametrize("data", [[], {"student": "x"}, {"student": "x", "assignment": "a", "notebook": "n",

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 
-from autograder import grading, release, suites
+from autograder import grading, release, store, suites, versions
 from autograder.results import Check, Submission
 from selfcheck.program import program
 
@@ -108,32 +108,32 @@ def _graded(course, tmp_path, student="ann"):
     path.write_text(json.dumps(_submission()))
     record = Submission(student=student, assignment=assignment.id, notebook=assignment.notebook, grader="g1",
                         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-                        suites=grading.suite_versions(course, assignment.id))
-    grading.write_result(str(tmp_path / "out"), record)
-    return (student, assignment.id, str(path)), record
+                        suites=versions.suite_versions(course, assignment.id))
+    store.write_result(str(tmp_path / "out"), record)
+    return grading.Task(student, assignment.id, str(path)), record
 
 
 def test_an_unchanged_submission_is_kept_and_every_change_is_named(course, tmp_path):
     task, record = _graded(course, tmp_path)
-    path = task[2]
-    assert grading.stale(course, record, path, grader="g1") is None
-    assert grading.stale(course, None, path, grader="g1") == "not graded yet"
-    assert grading.stale(course, record, path, grader="g2") == "the grader changed"
-    assert grading.stale(course, dataclasses.replace(record, suites={}), path, grader="g1").startswith("what decides")
-    assert grading.stale(course, dataclasses.replace(record, problem="grader error: x"), path, grader="g1") == \
+    path = task.path
+    assert versions.stale(course, record, path, grader="g1") is None
+    assert versions.stale(course, None, path, grader="g1") == "not graded yet"
+    assert versions.stale(course, record, path, grader="g2") == "the grader changed"
+    assert versions.stale(course, dataclasses.replace(record, suites={}), path, grader="g1").startswith("what decides")
+    assert versions.stale(course, dataclasses.replace(record, problem="grader error: x"), path, grader="g1") == \
         "the grader failed on it last time"
     with open(path, "a") as fh:
         fh.write("\n")
-    assert grading.stale(course, record, path, grader="g1") == "the notebook changed"
+    assert versions.stale(course, record, path, grader="g1") == "the notebook changed"
 
 
 def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
     kept, record = _graded(course, tmp_path, "ann")
-    new = (kept[0].replace("ann", "bob"), kept[1], kept[2].replace("/ann/", "/bob/"))
-    todo, valid, previous = grading.plan(course, [kept, new], str(tmp_path / "out"), grader="g1")
-    assert todo == [new] and valid == [record] and previous == {("ann", kept[1]): record}
-    forced, _, _ = grading.plan(course, [kept, new], str(tmp_path / "out"), force=True, grader="g1")
-    assert forced == [kept, new]
+    new = grading.Task("bob", kept.assignment, kept.path.replace("/ann/", "/bob/"))
+    planned = grading.plan(course, [kept, new], str(tmp_path / "out"), grader="g1")
+    assert planned.todo == [new] and planned.valid == [record] and planned.previous == {kept.key: record}
+    forced = grading.plan(course, [kept, new], str(tmp_path / "out"), force=True, grader="g1")
+    assert forced.todo == [kept, new]
 
 
 # --- the self-check kit --------------------------------------------------------------------------------
@@ -154,14 +154,36 @@ def test_the_selfcheck_kit_reads_imports_and_probes_from_code():
     assert release._selfcheck_uses(code) == {"scale_experiment", "checks", "chapter", "probes.common"}
 
 
+def test_the_release_tells_the_kit_the_limits_and_each_part_s_names(course):
+    """The released manifest carries course.yaml's limits as one record and each part's check cell
+    and public tests as the course names them, so the kit never rebuilds a name from an id."""
+    from selfcheck import manifest
+    for assignment in course.assignments:
+        info = manifest.read(course.release(assignment))
+        assert manifest.limits(info) == course.limits
+        assert [(p["id"], p["check_cell"], p["tests"]) for p in info["parts"]] == \
+            [(p.id, p.check_cell, p.public_file) for p in assignment.parts]
+        assert [manifest.part_of(info, p.public_file) for p in assignment.parts] == [p.id for p in assignment.parts]
+
+
+def test_every_jail_starts_a_process_the_same_way():
+    """The grader's two sandboxes and the student's unconfined self-check answer one interface."""
+    import inspect
+    from autograder.sandbox.jails import BwrapJail, WeakJail
+    from selfcheck.launch import Jail, Unconfined
+    for jail in (BwrapJail, WeakJail, Unconfined):
+        assert inspect.signature(jail.launch) == inspect.signature(Jail.launch), jail
+        assert isinstance(jail.isolated, bool), jail
+
+
 def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_version(monkeypatch):
-    real = suites.file_hash
+    real = versions.file_hash
     hashed = []
-    monkeypatch.setattr(suites, "file_hash", lambda *paths: hashed.extend(paths) or real(*paths))
-    grading.grader_version()
+    monkeypatch.setattr(versions, "file_hash", lambda *paths: hashed.extend(paths) or real(*paths))
+    versions.grader_version()
     names = {os.path.basename(p) for p in hashed}
     assert "plots.py" not in names and "plugin.py" not in names
-    assert {"program.py", "student.py", "checks.py", "grading.py", "suites.py"} <= names
+    assert {"program.py", "student.py", "checks.py", "handin.py", "grading.py", "suites.py", "jails.py"} <= names
 
 
 def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():

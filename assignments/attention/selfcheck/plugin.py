@@ -12,24 +12,16 @@ The first check, ``<notebook>::every cell loads``, fails when a solution cell
 raised while loading (a SyntaxError, say), naming the cell and the line.
 """
 
-import json
 import os
 
 import pytest
 
-from selfcheck import notes
+from selfcheck import manifest, notes
 from selfcheck.checks import CheckFailed
 from selfcheck.program import NotebookError, program, read_notebook
 from selfcheck.student import Student, StudentError
 
 FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the assignment folder
-
-
-def manifest(folder=FOLDER):
-    """The release's description of itself: notebook, parts, limits, hidden counts."""
-    path = os.path.join(folder, "selfcheck", "manifest.json")
-    with open(path) as fh:
-        return json.load(fh)
 
 
 def pytest_addoption(parser):
@@ -41,7 +33,7 @@ class _Session:
     """The notebook under check, its process and what the checks found so far."""
 
     def __init__(self, config):
-        self.info = manifest()
+        self.info = manifest.read(FOLDER)
         self.path = config.getoption("notebook") or os.path.join(FOLDER, self.info["notebook"])
         try:
             nb = read_notebook(self.path)
@@ -56,8 +48,7 @@ class _Session:
 
     def handle(self):
         if self.student is None:
-            self.student = Student(self.program, workdir=FOLDER, time_limit=self.info["time_per_test"],
-                                   cpu_limit=self.info["time_per_part"], memory_mb=self.info["memory_mb"],
+            self.student = Student(self.program, workdir=FOLDER, limits=manifest.limits(self.info),
                                    label=os.path.basename(self.path))
         return self.student
 
@@ -108,20 +99,17 @@ class _NotebookFile(pytest.File):
 
 
 def pytest_collect_file(file_path, parent):
-    if file_path.name == manifest()["notebook"]:
+    if file_path.name == parent.config._selfcheck.info["notebook"]:
         return _NotebookFile.from_parent(parent, path=file_path)
     return None
 
 
-def _part(item):
-    name = item.path.name
-    return name[len("test_"):-len(".py")] if name.startswith("test_") else None
-
-
 def pytest_collection_modifyitems(config, items):
     """The loading check first, then the parts in the notebook's order (a part's helpers first)."""
-    order = {p["id"]: i for i, p in enumerate(manifest()["parts"])}
-    items.sort(key=lambda item: -1 if isinstance(item, _Loads) else order.get(_part(item), len(order)))
+    info = config._selfcheck.info
+    order = {p["id"]: i for i, p in enumerate(info["parts"])}
+    items.sort(key=lambda item: -1 if isinstance(item, _Loads)
+               else order.get(manifest.part_of(info, item.path.name), len(order)))
     if not any(isinstance(item, _Loads) for item in items):    # --notebook from elsewhere
         module = next((item.parent for item in items if item.parent is not None), None)
         if module is not None:
@@ -135,7 +123,7 @@ def pytest_runtest_makereport(item, call):
     if call.when != "call" or call.excinfo is None:
         return
     session = item.config._selfcheck
-    part = _part(item)
+    part = manifest.part_of(session.info, item.path.name)
     if part:
         session.failing_parts.add(part)
     if call.excinfo.errisinstance((CheckFailed, StudentError)):
@@ -148,7 +136,7 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    info = manifest()
+    info = config._selfcheck.info
     stats = terminalreporter.stats
     passed, failed = len(stats.get("passed", [])), len(stats.get("failed", []) + stats.get("error", []))
     hidden = ", ".join(f"{p['id']} {p['hidden_checks']}" for p in info["parts"])

@@ -1,0 +1,111 @@
+"""What a result was graded with, and whether it still holds.
+
+Every record carries the grader's version (a hash of the code that turns a notebook into a
+verdict) and each part's version (a hash of everything else that decides its score). A
+submission is graded again when its notebook, the grader or a part's version changed since its
+last result (:func:`stale`); a Dask worker grades only when its versions are the client's.
+"""
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+
+import selfcheck
+from autograder import handin
+from autograder.config import Assignment, Course
+from autograder.results import Submission
+from selfcheck.program import NotebookError, program, read_notebook
+
+SELF = os.path.dirname(os.path.abspath(__file__))
+# selfcheck modules that never decide a verdict: the notebooks' pictures and the plugin of the
+# student's own `pytest`; changing them must not mark every result stale
+STUDENT_SIDE = ("plots.py", "plugin.py")
+# the grader's own modules that do: reading a hand-in, grading it, a part's suites, the sandbox
+GRADER = ("handin.py", "grading.py", "suites.py", os.path.join("sandbox", "*.py"))
+
+
+def file_hash(*paths: str) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as fh:
+            digest.update(fh.read())
+    return digest.hexdigest()[:12]
+
+
+def support_files(course: Course, assignment: Assignment) -> list[str]:
+    """The released files a notebook imports, such as ``framework.py`` (never the public tests,
+    never the kit's ``conftest.py``): each part's process gets them, and they decide its score."""
+    release = course.release(assignment)
+    return sorted(os.path.join(release, name) for name in os.listdir(release)
+                  if os.path.isfile(os.path.join(release, name)) and name.endswith(".py")
+                  and not name.startswith("test_") and name != "conftest.py")
+
+
+def grader_version() -> str:
+    """A hash of the code that turns a notebook into a verdict."""
+    kit = os.path.dirname(os.path.abspath(selfcheck.__file__))
+    files = sorted(path for path in glob.glob(os.path.join(kit, "**", "*.py"), recursive=True)
+                   if os.path.relpath(path, kit) not in STUDENT_SIDE)
+    for pattern in GRADER:
+        files += sorted(glob.glob(os.path.join(SELF, pattern)))
+    return file_hash(*files)
+
+
+def suite_versions(course: Course, assignment_id: str) -> dict[str, str]:
+    """part -> the version of everything that decides its score, as it is now.
+
+    Its public and hidden suites, its points and cells, the versions of the parts
+    it uses (whether they pass decides whose code of theirs it runs), the course's
+    limits, the chapter's numbers, and the assignment's code that runs beside the
+    student's: the reference solution (the stand-ins, and what hidden checks
+    compare with), the released notebook's given cells and its support files. A
+    change to any of them marks earlier results of the part stale; notebook prose
+    does not.
+    """
+    assignment = course.assignment(assignment_id)
+    reference = program(read_notebook(course.source(assignment, assignment.notebook))).cells
+    given = program(read_notebook(course.release(assignment, assignment.notebook))).cells
+    support = support_files(course, assignment)
+    shared = json.dumps({"limits": dataclasses.astuple(course.limits),
+                         "reference": reference, "given": given,
+                         "support": file_hash(*support) if support else None,
+                         "numbers": file_hash(course.data("chapter_numbers.yaml"))})
+    versions: dict[str, str] = {}
+    for part in assignment.parts:
+        own = json.dumps({"suites": file_hash(os.path.join(course.root, part.public),
+                                              os.path.join(course.root, part.hidden)),
+                          "points": part.points, "cells": part.cells,
+                          "uses": {used: versions.get(used) for used in part.uses}})
+        versions[part.id] = hashlib.sha256((shared + own).encode()).hexdigest()[:12]
+    return versions
+
+
+def file_sha256(path: str) -> str | None:
+    """The sha256 of a submitted notebook as the grader reads it, or None when it cannot."""
+    try:
+        return hashlib.sha256(handin.read_submission(path)).hexdigest()
+    except NotebookError:
+        return None
+
+
+def stale(course: Course, record: Submission | None, path: str, grader: str | None = None) -> str | None:
+    """None when ``record`` is a finished grading of the notebook at ``path`` by today's
+    grader, suites, points and limits; otherwise the reason it must be graded (again)."""
+    if record is None:
+        return "not graded yet"
+    if record.grader_error:
+        return "the grader failed on it last time"
+    if record.sha256 != file_sha256(path):
+        return "the notebook changed"
+    if record.grader != (grader or grader_version()):
+        return "the grader changed"
+    if record.suites != suite_versions(course, record.assignment):
+        points = {p.id: p.points for p in course.assignment(record.assignment).parts}
+        moved = [f"{p.part} {p.max_score:g} -> {points[p.part]:g}"
+                 for p in record.parts if p.part in points and p.max_score != points[p.part]]
+        if moved:
+            return "points changed (" + ", ".join(moved) + ")"
+        return "what decides a part's score changed (its suites, the limits or the reference)"
+    return None
