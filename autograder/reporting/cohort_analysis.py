@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from autograder import cohort, grading, similarity
 from autograder.mistake_ids import part_mistake
-from autograder.reports import _STYLE, _split_message, write_csv
+from autograder.reporting.exports import _STYLE, _split_message, write_csv
 from autograder.results import GRADER_ERROR
 from selfcheck.program import NotebookError, parse_notebook, read_notebook
 from selfcheck.wire import clean_text
