@@ -74,8 +74,8 @@ def cmd_release(course, args):
 
 
 def _finish(batch, out, resume_hint):
-    from autograder.reporting import exports
-    print(exports.summary(batch))
+    from autograder.reporting import terminal
+    print(terminal.summary(batch))
     if batch.interrupted:
         print(f"\ninterrupted: {len(batch.graded)} graded in this run and saved; "
               f"{len(batch.pending)} left. Continue with: {resume_hint}", file=sys.stderr)
@@ -85,7 +85,7 @@ def _finish(batch, out, resume_hint):
 
 def cmd_grade(course, args):
     from autograder import grading
-    from autograder.reporting import exports
+    from autograder.reporting import terminal
     out = os.path.abspath(args.out)
     journal = grading.read_journal(out)
     if args.resume and journal and journal.get("finished"):
@@ -96,7 +96,7 @@ def cmd_grade(course, args):
     batch = _grade(course, args.submitted, out, args.jobs, force=args.force,
                    cluster=args.cluster or course.cluster)
     if not batch.interrupted:
-        print(exports.table(batch.records))
+        print(terminal.table(batch.records))
         print()
     code = _finish(batch, out, f"course grade {args.submitted} --out {args.out} --resume")
     if not batch.interrupted:
@@ -107,7 +107,7 @@ def cmd_grade(course, args):
 def cmd_regrade(course, args):
     """Grade again what a changed suite or grader affects; print old and new scores."""
     from autograder import grading
-    from autograder.reporting import exports
+    from autograder.reporting import terminal
     out = os.path.abspath(args.dir)
     journal = grading.read_journal(out)
     submitted = args.submitted or journal.get("submitted") or os.path.join(out, "submitted")
@@ -116,7 +116,7 @@ def cmd_regrade(course, args):
         return 2
     batch = _grade(course, submitted, out, args.jobs, force=args.force,
                    cluster=args.cluster or course.cluster)
-    print(exports.diff_table(exports.changes(batch.previous, batch.graded), everything=args.all))
+    print(terminal.diff_table(terminal.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
     regraded = sorted({r.assignment for r in batch.graded})
     if regraded and not batch.interrupted:
@@ -143,12 +143,12 @@ def cmd_export(course, args):
 def cmd_report(course, args):
     """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
     from autograder import grading
-    from autograder.reporting import cohort_analysis
+    from autograder.reporting import cohort_analysis, cohort_page
     out = os.path.abspath(args.dir)
     records = grading.load_results(out)
     if not records:
         raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
-    path = cohort_analysis.write(course, out, records, args.submitted)
+    path = cohort_page.write(course, out, records, args.submitted)
     print(f"report: {path}\ncsv:    {os.path.join(out, cohort_analysis.CSV)}")
     return 0
 
@@ -234,7 +234,7 @@ def cmd_cluster(course, args):
 
 def cmd_demo(course, args):
     from autograder import cohort
-    from autograder.reporting import exports
+    from autograder.reporting import terminal
     folder = os.path.abspath(args.dir)
     marker = os.path.join(folder, ".course-demo")
     if os.path.isdir(folder) and os.listdir(folder) and not os.path.exists(marker):
@@ -255,7 +255,7 @@ def cmd_demo(course, args):
     print("3. grading (hidden suites, each part in a process of its own) ...", flush=True)
     records = _grade(course, submitted, folder, args.jobs)
     print()
-    print(exports.table(records))
+    print(terminal.table(records))
     print(f"\nparts.csv:           {os.path.join(folder, 'parts.csv')}")
     print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
     print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "

@@ -20,8 +20,8 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 import os
 
 from autograder import config, corpus, grading, release
-from autograder.reporting import cohort_analysis, exports
 from autograder.errors import CorpusMissing, NbgraderError
+from autograder.reporting import cohort_page, exports, feedback
 
 
 def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster=None):
@@ -112,8 +112,8 @@ def export(course, out, records):
               ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
               ("nbgrader", lambda: nbgrader_bridge.export(course, out)),
-              ("feedback", lambda: exports.write_feedback(out, records, course, gradebook)),
-              ("report", lambda: cohort_analysis.write(course, out, records)))
+              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook)),
+              ("report", lambda: cohort_page.write(course, out, records)))
     for name, write in stages:
         try:
             write()

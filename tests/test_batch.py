@@ -18,9 +18,9 @@ import time
 import pytest
 
 from autograder import cli, cohort, grading, pipeline
-from autograder.reporting import exports
 from autograder import release as release_module
 from autograder.progress import Progress
+from autograder.reporting import exports, terminal
 from autograder.results import PartResult, Submission
 
 BIN = os.path.dirname(sys.executable)
@@ -166,7 +166,7 @@ def test_summary_counts_failures_with_reasons_and_the_score_distribution():
     batch = grading.Batch()
     batch.records = [_record("a", 4), _record("b", 1), _record("c", 0, problem="your notebook could not be read: x")]
     batch.graded = list(batch.records)
-    text = exports.summary(batch)
+    text = terminal.summary(batch)
     assert "graded now: 3" in text and "could not be graded: 1" in text
     assert "c/attention: your notebook could not be read: x" in text
     row = next(line for line in text.splitlines() if "attention/softmax" in line)
