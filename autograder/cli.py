@@ -11,7 +11,7 @@
     course demo               release, build a demo cohort, grade it, print the table
     course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
-    course experiment         the projection-removal experiment (autograder/experiment.py; --help)
+    course experiment         the projection-removal experiment (autograder/experiment/; --help)
 """
 
 import argparse
@@ -280,8 +280,8 @@ def cmd_mistakes(course, args):
 
 
 def cmd_experiment(course, args):
-    from autograder import experiment
-    experiment.main(args.args, course)
+    from autograder.experiment import runs
+    runs.main(args.args, course)
     return 0
 
 

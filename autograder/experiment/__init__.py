@@ -1,0 +1,1 @@
+"""The reference projection-removal experiment: its runs, summaries and figure."""
