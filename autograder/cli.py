@@ -280,8 +280,8 @@ def cmd_mistakes(course, args):
 
 
 def cmd_experiment(course, args):
-    from autograder.experiment import runs
-    runs.main(args.args, course)
+    from autograder.experiment import command
+    command.main(args.args, course)
     return 0
 
 

@@ -641,11 +641,11 @@ def test_notebook_reference_results_are_derived_from_the_experiment():
     import json
 
     from autograder import config
-    from autograder.experiment import runs
+    from autograder.experiment import runs, summary
     setup = runs.Setup(config.load(str(ROOT / "course.yaml")))
     results = json.loads(setup.default_out.read_text())
     shipped = json.loads(setup.summary_out.read_text())
-    assert shipped == json.loads(json.dumps(runs.reference_summary(results, setup))), \
+    assert shipped == json.loads(json.dumps(summary.reference_summary(results, setup))), \
         "run `course experiment --plot-only` to regenerate solutions/weighted_attention/reference_results.json"
     full = shipped["budgets"][-1]
     assert full["steps"] == 31368 and full["variants"]["full"]["parameters"] == 109889
