@@ -6,6 +6,7 @@ import multiprocessing
 import sys
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from autograder.experiment.runs import (VARIANTS, Setup, current, dataset, environment, short_run,
                                         train_and_test, use)
@@ -64,8 +65,8 @@ def run_jobs(function: Callable[[tuple], dict], jobs: Sequence[tuple], steps_per
     on_result(result) is called in this process as each job finishes.
     """
     total = steps_per_job * len(jobs)
-    done = {}
-    results = []
+    done: dict[tuple, int] = {}
+    results: list[dict] = []
     start = time.perf_counter()
     tty = sys.stderr.isatty()
     last_print = [0.0, -1]
@@ -98,7 +99,7 @@ def run_jobs(function: Callable[[tuple], dict], jobs: Sequence[tuple], steps_per
             done[key] = max(done.get(key, 0), step)
 
     if n_workers <= 1:
-        queue = _QueueList()
+        queue: Any = _QueueList()
         _init_worker(queue)
         for job in jobs:
             results.append(function(job))

@@ -7,6 +7,7 @@ import itertools
 import json
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,7 +23,7 @@ def summarise(losses: Mapping[str, Mapping[int, float]]) -> dict | None:
     seeds = sorted(set.intersection(*[set(losses[v]) for v in variants])) if variants else []
     if not seeds:
         return None  # no seed has every variant yet
-    stats = {}
+    stats: dict[str, dict[str, Any]] = {}
     for v in variants:
         values = np.array([losses[v][s] for s in seeds])
         stats[v] = {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,

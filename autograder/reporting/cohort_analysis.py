@@ -142,7 +142,9 @@ def analyse(course: Course, records: Collection[Submission], submitted: str | No
         if not mine:
             continue
         n = report.cohort[assignment] = len(mine)
-        scores, mistakes, failed = {}, {}, {}
+        scores: dict[str, tuple[float, list[float]]] = {}
+        mistakes: dict[tuple[str, str], list] = {}     # (part, mistake) -> [students, what they were told]
+        failed: dict[tuple[str, str], list] = {}       # (part, check) -> [students, its doc, its visibility]
         for record in mine:
             for part in record.parts:
                 pid = part.part

@@ -86,7 +86,8 @@ def _excerpt(doc: similarity.Document, cell: str, marked: Collection[tuple]) -> 
     """(line, marked) of a cell of ``doc`` as compared: its ``marked`` lines with CONTEXT lines
     around them, a gap shown as a line of its own."""
     near = {n + d for c, n in marked if c == cell for d in range(-CONTEXT, CONTEXT + 1)}
-    body, gap = [], False
+    body: list[tuple[str, bool]] = []
+    gap = False
     for n in sorted(n for c, n in doc.lines if c == cell):
         if n not in near:
             gap = True

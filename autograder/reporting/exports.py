@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from selfcheck.wire import clean_text
@@ -32,7 +32,7 @@ def spreadsheet_safe(value: Any) -> Any:
     return "'" + text if text.startswith(_FORMULA) else text
 
 
-def write_csv(path: str, columns: Iterable[str], rows_: Iterable[Mapping[str, Any]]) -> str:
+def write_csv(path: str, columns: Sequence[str], rows_: Iterable[Mapping[str, Any]]) -> str:
     """Write rows (dicts) to ``path`` atomically, every field spreadsheet-safe."""
     tmp = path + ".tmp"
     with open(tmp, "w", newline="", encoding="utf-8", errors="replace") as fh:
@@ -44,7 +44,7 @@ def write_csv(path: str, columns: Iterable[str], rows_: Iterable[Mapping[str, An
     return path
 
 
-def rows(records: Iterable[Submission]) -> Iterable[dict]:
+def rows(records: Iterable[Submission]) -> Iterator[dict]:
     """parts.csv's rows: one per part of each record (COLUMNS)."""
     for record in sorted(records, key=lambda r: r.key):
         for part in record.parts:
@@ -73,7 +73,7 @@ def totals(course: Course, records: Collection[Submission], gradebook: Mapping |
     handed_in = {r.assignment for r in records}
     out = []
     for student in sorted({r.student for r in records}):
-        row = {"student_id": student}
+        row: dict[str, Any] = {"student_id": student}
         for a in course.assignments:
             record = by_key.get((student, a.id))
             if a.id not in handed_in or (record is not None and record.grader_error):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from autograder.grading import Batch
-    from autograder.results import Submission
+    from autograder.results import PartResult, Submission
 
 
 def table(records: Sequence[Submission]) -> str:
@@ -61,7 +61,7 @@ def summary(batch: Batch | Sequence[Submission]) -> str:
     for line in getattr(batch, "left_out", []):
         lines.append(f"  - left out of {line} (not a regular file of the release)")
     if getattr(batch, "interrupted", False):
-        lines.append(f"INTERRUPTED: {len(batch.pending)} submission(s) not graded yet; "
+        lines.append(f"INTERRUPTED: {len(getattr(batch, 'pending', []))} submission(s) not graded yet; "
                      "run the same command with --resume to finish")
     for r in sorted(failed, key=lambda r: r.key):
         lines.append(f"  - {r.student}/{r.assignment}: {r.problem}")
@@ -74,7 +74,7 @@ def summary(batch: Batch | Sequence[Submission]) -> str:
             lines.append(f"  - {r.student}/{p.part}: {p.status}: {reason}")
         if len(odd) > 40:
             lines.append(f"  ... and {len(odd) - 40} more")
-    by_part = {}
+    by_part: dict[tuple[str, str], list[PartResult]] = {}
     for r in records:
         for p in r.parts:
             by_part.setdefault((r.assignment, p.part), []).append(p)
