@@ -11,7 +11,7 @@
     course demo               release, build a demo cohort, grade it, print the table
     course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
-    course experiment         the projection-removal experiment (autograder/experiment.py; --help)
+    course experiment         the projection-removal experiment (autograder/experiment/; --help)
 """
 
 import argparse
@@ -74,8 +74,8 @@ def cmd_release(course, args):
 
 
 def _finish(batch, out, resume_hint):
-    from autograder import reports
-    print(reports.summary(batch))
+    from autograder.reporting import terminal
+    print(terminal.summary(batch))
     if batch.interrupted:
         print(f"\ninterrupted: {len(batch.graded)} graded in this run and saved; "
               f"{len(batch.pending)} left. Continue with: {resume_hint}", file=sys.stderr)
@@ -84,7 +84,8 @@ def _finish(batch, out, resume_hint):
 
 
 def cmd_grade(course, args):
-    from autograder import reports, store
+    from autograder import store
+    from autograder.reporting import terminal
     out = os.path.abspath(args.out)
     journal = store.read_journal(out)
     if args.resume and journal and journal.get("finished"):
@@ -95,7 +96,7 @@ def cmd_grade(course, args):
     batch = _grade(course, args.submitted, out, args.jobs, force=args.force,
                    cluster=args.cluster or course.cluster)
     if not batch.interrupted:
-        print(reports.table(batch.records))
+        print(terminal.table(batch.records))
         print()
     code = _finish(batch, out, f"course grade {args.submitted} --out {args.out} --resume")
     if not batch.interrupted:
@@ -105,7 +106,8 @@ def cmd_grade(course, args):
 
 def cmd_regrade(course, args):
     """Grade again what a changed suite or grader affects; print old and new scores."""
-    from autograder import reports, store
+    from autograder import store
+    from autograder.reporting import terminal
     out = os.path.abspath(args.dir)
     journal = store.read_journal(out)
     submitted = args.submitted or journal.get("submitted") or os.path.join(out, "submitted")
@@ -114,7 +116,7 @@ def cmd_regrade(course, args):
         return 2
     batch = _grade(course, submitted, out, args.jobs, force=args.force,
                    cluster=args.cluster or course.cluster)
-    print(reports.diff_table(reports.changes(batch.previous, batch.graded), everything=args.all))
+    print(terminal.diff_table(terminal.changes(batch.previous, batch.graded), everything=args.all))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
     regraded = sorted({r.assignment for r in batch.graded})
     if regraded and not batch.interrupted:
@@ -140,13 +142,14 @@ def cmd_export(course, args):
 
 def cmd_report(course, args):
     """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
-    from autograder import cohort_report, store
+    from autograder import store
+    from autograder.reporting import cohort_analysis, cohort_page
     out = os.path.abspath(args.dir)
     records = store.load_results(out)
     if not records:
         raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
-    path = cohort_report.write(course, out, records, args.submitted)
-    print(f"report: {path}\ncsv:    {os.path.join(out, cohort_report.CSV)}")
+    path = cohort_page.write(course, out, records, args.submitted)
+    print(f"report: {path}\ncsv:    {os.path.join(out, cohort_analysis.CSV)}")
     return 0
 
 
@@ -184,7 +187,8 @@ def cmd_exchange(course, args):
 
 def cmd_check(course, args):
     """The public checks on one notebook, run in the grading sandbox (never as the instructor)."""
-    from autograder import grading, reports
+    from autograder import grading
+    from autograder.reporting import exports
     from selfcheck.program import NotebookError
     name = os.path.basename(args.notebook)
     matches = [a for a in course.assignments if a.notebook == name]
@@ -200,7 +204,7 @@ def cmd_check(course, args):
     for part in parts:
         passed = sum(c.status == "passed" for c in part.checks)
         print(f"{part.part}: {passed} of {len(part.checks)} public checks pass\n"
-              + reports.part_output(part) + "\n")
+              + exports.part_output(part) + "\n")
     return 0 if all(p.status == "passed" for p in parts) else 1
 
 
@@ -229,7 +233,8 @@ def cmd_cluster(course, args):
 
 
 def cmd_demo(course, args):
-    from autograder import cohort, reports
+    from autograder import cohort
+    from autograder.reporting import terminal
     folder = os.path.abspath(args.dir)
     marker = os.path.join(folder, ".course-demo")
     if os.path.isdir(folder) and os.listdir(folder) and not os.path.exists(marker):
@@ -250,7 +255,7 @@ def cmd_demo(course, args):
     print("3. grading (hidden suites, each part in a process of its own) ...", flush=True)
     records = _grade(course, submitted, folder, args.jobs)
     print()
-    print(reports.table(records))
+    print(terminal.table(records))
     print(f"\nparts.csv:           {os.path.join(folder, 'parts.csv')}")
     print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
     print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "
@@ -275,8 +280,8 @@ def cmd_mistakes(course, args):
 
 
 def cmd_experiment(course, args):
-    from autograder import experiment
-    experiment.main(args.args, course)
+    from autograder.experiment import command
+    command.main(args.args, course)
     return 0
 
 

@@ -192,7 +192,7 @@ class SafeCsvExport(CsvExportPlugin):
                "email", "raw_score", "late_submission_penalty", "score", "max_score"]
 
     def export(self, gradebook):
-        from autograder.reports import write_csv
+        from autograder.reporting.exports import write_csv
         wanted_a = {str(a) for a in self.assignment}
         wanted_s = {str(s) for s in self.student}
         rows = []

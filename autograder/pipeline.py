@@ -19,8 +19,9 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 import os
 
-from autograder import cohort_report, config, corpus, grading, release, reports
+from autograder import config, corpus, grading, release
 from autograder.errors import CorpusMissing, NbgraderError
+from autograder.reporting import cohort_page, exports, feedback
 
 
 def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster=None):
@@ -108,12 +109,12 @@ def export(course, out, records):
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
-    stages = (("parts", lambda: reports.write_grades(out, records)),
-              ("totals", lambda: reports.write_totals(out, course, records, gradebook)),
-              ("gradescope", lambda: reports.write_gradescope(out, course, records, gradebook)),
+    stages = (("parts", lambda: exports.write_grades(out, records)),
+              ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
+              ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
               ("nbgrader", lambda: nbgrader_bridge.export(course, out)),
-              ("feedback", lambda: reports.write_feedback(out, records, course, gradebook)),
-              ("report", lambda: cohort_report.write(course, out, records)))
+              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook)),
+              ("report", lambda: cohort_page.write(course, out, records)))
     for name, write in stages:
         try:
             write()

@@ -41,7 +41,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from autograder import cohort, cohort_report, config  # noqa: E402
+from autograder import cohort, config  # noqa: E402
+from autograder.reporting import cohort_analysis  # noqa: E402
 from selfcheck.program import grade_id  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
@@ -234,7 +235,7 @@ def similarity_time(course, submitted):
     pairs = groups = 0
     for assignment in course.assignments:
         students = [s for s in sorted(os.listdir(submitted)) if os.path.isdir(os.path.join(submitted, s, assignment.id))]
-        found, _ = cohort_report.similar_groups(course, assignment, students, submitted)
+        found, _ = cohort_analysis.similar_groups(course, assignment, students, submitted)
         pairs += sum(len(group.pairs) for group in found)
         groups += len(found)
     return time.monotonic() - started, time.process_time() - cpu, pairs, groups

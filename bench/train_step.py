@@ -16,7 +16,7 @@ course. To include it, install the CPU wheel into the course's environment (then
     /tmp/bench/bin/python bench/train_step.py
 
 The reference attention layer is the solution notebook's (loaded through
-autograder/experiment.py, which needs only numpy); the corpus is found as
+autograder/experiment/runs.py, which needs only numpy); the corpus is found as
 autograder/corpus.py says, without downloading.
 
 Without torch the script times the framework alone.
@@ -42,9 +42,10 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from autograder import config, corpus, experiment  # noqa: E402
+from autograder import config, corpus  # noqa: E402
+from autograder.experiment import runs  # noqa: E402
 
-SETUP = experiment.Setup(config.load(str(ROOT / "course.yaml")))
+SETUP = runs.Setup(config.load(str(ROOT / "course.yaml")))
 F, WeightedAttention = SETUP.F, SETUP.WeightedAttention      # the solution notebook's layer
 
 try:  # optional

@@ -17,9 +17,10 @@ import time
 
 import pytest
 
-from autograder import cli, cohort, grading, pipeline, reports, store, versions
+from autograder import cli, cohort, grading, pipeline, store, versions
 from autograder import release as release_module
 from autograder.progress import Progress
+from autograder.reporting import exports, terminal
 from autograder.results import PartResult, Submission
 
 BIN = os.path.dirname(sys.executable)
@@ -165,7 +166,7 @@ def test_summary_counts_failures_with_reasons_and_the_score_distribution():
     batch = grading.Batch()
     batch.records = [_record("a", 4), _record("b", 1), _record("c", 0, problem="your notebook could not be read: x")]
     batch.graded = list(batch.records)
-    text = reports.summary(batch)
+    text = terminal.summary(batch)
     assert "graded now: 3" in text and "could not be graded: 1" in text
     assert "c/attention: your notebook could not be read: x" in text
     row = next(line for line in text.splitlines() if "attention/softmax" in line)
@@ -320,11 +321,11 @@ def test_totals_count_only_assignments_handed_in_and_gradescope_keeps_partial_cr
     record = Submission("ann", first.id, first.notebook, parts=[
         PartResult(half.id, half.points / 2, half.points, "partial", "")] + [
         PartResult(p.id, p.points, p.points, "passed", "") for p in rest])
-    row, = reports.totals(course, [record])
-    assert row["max_total"] == reports.max_points(first)
+    row, = exports.totals(course, [record])
+    assert row["max_total"] == exports.max_points(first)
     assert row["total"] == sum(p.points for p in first.parts) - half.points / 2
     assert all(row[a.id] == "" for a in course.assignments[1:])       # not handed in by anyone yet
-    tests = {t["number"]: t for t in reports.gradescope(record, course)["tests"]}
+    tests = {t["number"]: t for t in exports.gradescope(record, course)["tests"]}
     assert "status" not in tests[half.id] and tests[half.id]["output"].startswith("partial credit: ")
     assert all(tests[p.id]["status"] == "passed" for p in rest)
 

@@ -1,5 +1,5 @@
-"""The cohort report (autograder/cohort_report.py): counts by the catalogue's names, exactly the
-planted ones; the CSV and the page agree; a real browser renders it."""
+"""The cohort report (autograder/reporting/cohort_analysis.py and cohort_page.py): counts by the
+catalogue's names, exactly the planted ones; the CSV and the page agree; a real browser renders it."""
 
 import csv
 import html
@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
-from autograder import cli, cohort, cohort_report, mistake_ids, pipeline
+from autograder import cli, cohort, mistake_ids, pipeline
+from autograder.reporting.cohort_analysis import CSV
+from autograder.reporting.cohort_page import HTML
 from autograder.results import Check
 from selfcheck.program import grade_id
 
@@ -89,7 +91,7 @@ COPIES = sorted(["original", "copier", "in-added-cells", "solution-flag-off", "l
 @pytest.mark.slow
 def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copies(course, graded_cohort):
     folder, records = graded_cohort
-    rows = _csv(folder / cohort_report.CSV)
+    rows = _csv(folder / CSV)
     n = len(records)
     mistakes = {(r["part"], r["item"]): int(r["students"]) for r in rows if r["section"] == "mistake"}
     assert mistakes == {(part, name): count for part, planted in PLANTED.items() for name, count in planted.items()}
@@ -115,7 +117,7 @@ def test_the_report_counts_exactly_the_planted_mistakes_and_flags_only_the_copie
 @pytest.mark.slow
 def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort, chromium, tmp_path):
     folder, _ = graded_cohort
-    page = folder / cohort_report.HTML
+    page = folder / HTML
     text = page.read_text()
     assert "<script" not in text and "<link" not in text and "http://" not in text and "https://" not in text
     assert "never changes a grade" in text
@@ -128,7 +130,7 @@ def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort
     shown = {}
     for key, body in re.findall(r'<tr data-row="([^"]*)">(.*?)</tr>', dom.stdout, flags=re.S):
         shown[html.unescape(key)] = body
-    for row in _csv(folder / cohort_report.CSV):
+    for row in _csv(folder / CSV):
         key = "/".join(row[k] for k in ("section", "assignment", "part", "item"))
         if row["section"] == "similarity":
             assert re.search(rf'data-row="{re.escape(html.escape(key))}">{row["value"]}<', dom.stdout), key
@@ -156,11 +158,11 @@ def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort
 @pytest.mark.slow
 def test_course_report_writes_it_again_from_the_results(course, graded_cohort, capsys):
     folder, _ = graded_cohort
-    before = _csv(folder / cohort_report.CSV)
-    os.remove(folder / cohort_report.HTML)
+    before = _csv(folder / CSV)
+    os.remove(folder / HTML)
     assert cli.main(["report", str(folder)]) == 0
-    assert str(folder / cohort_report.HTML) in capsys.readouterr().out
-    assert [r for r in _csv(folder / cohort_report.CSV) if r["section"] != "time"] == \
+    assert str(folder / HTML) in capsys.readouterr().out
+    assert [r for r in _csv(folder / CSV) if r["section"] != "time"] == \
         [r for r in before if r["section"] != "time"]
     with open(next((folder / "results").glob("*/attention.json"))) as fh:
         assert all("mistake" in c for p in json.load(fh)["parts"] for c in p["checks"])

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "solutions" / "weighted_attention"))
 import framework as F  # noqa: E402
 
-from autograder.experiment import reference_namespace  # noqa: E402
+from autograder.experiment.runs import reference_namespace  # noqa: E402
 
 # the reference layer is the solution notebook's, run the way grading runs it
 WeightedAttention = reference_namespace(ROOT / "solutions" / "weighted_attention"
@@ -640,11 +640,12 @@ def test_notebook_reference_results_are_derived_from_the_experiment():
     """reference_results.json is generated from data/projection_removal.json, never edited by hand."""
     import json
 
-    from autograder import config, experiment
-    setup = experiment.Setup(config.load(str(ROOT / "course.yaml")))
+    from autograder import config
+    from autograder.experiment import runs, summary
+    setup = runs.Setup(config.load(str(ROOT / "course.yaml")))
     results = json.loads(setup.default_out.read_text())
     shipped = json.loads(setup.summary_out.read_text())
-    assert shipped == json.loads(json.dumps(experiment.reference_summary(results, setup))), \
+    assert shipped == json.loads(json.dumps(summary.reference_summary(results, setup))), \
         "run `course experiment --plot-only` to regenerate solutions/weighted_attention/reference_results.json"
     full = shipped["budgets"][-1]
     assert full["steps"] == 31368 and full["variants"]["full"]["parameters"] == 109889

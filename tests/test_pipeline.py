@@ -14,7 +14,8 @@ import sys
 
 import pytest
 
-from autograder import release, reports
+from autograder import release
+from autograder.reporting import exports
 
 
 def _grades(folder):
@@ -122,7 +123,7 @@ def test_parts_csv_has_exactly_the_columns(graded_demo):
     folder, records, _ = graded_demo
     with open(folder / "parts.csv") as fh:
         header = next(csv.reader(fh))
-    assert header == list(reports.COLUMNS)
+    assert header == list(exports.COLUMNS)
     statuses = {row["status"] for row in _grades(folder)}
     assert statuses <= {"passed", "partial", "failed", "error", "timeout", "missing"}
 

@@ -13,7 +13,8 @@ import tokenize
 
 import numpy as np
 
-from autograder import cohort, cohort_report, similarity
+from autograder import cohort, similarity
+from autograder.reporting import cohort_analysis
 from autograder.results import Submission
 from selfcheck.program import grade_id, read_notebook, source
 
@@ -102,7 +103,7 @@ def _release(course, assignment):
 
 def _reader(course, assignment):
     """A function (student, notebook) -> the Document the cohort report makes of that hand-in."""
-    read = cohort_report.reader(assignment, _release(course, assignment))
+    read = cohort_analysis.reader(assignment, _release(course, assignment))
     return lambda student, nb: read((student, assignment.id), nb)
 
 
@@ -127,7 +128,7 @@ def _report(course, folder, hand_ins, assignment):
     for student, nb in hand_ins.items():
         cohort.write(nb, str(submitted), student, assignment)
     records = [Submission(student, assignment.id, assignment.notebook) for student in hand_ins]
-    report = cohort_report.analyse(course, records, str(submitted))
+    report = cohort_analysis.analyse(course, records, str(submitted))
     return {section: {r["item"] for r in report.section(section)}
             for section in ("similarity", "similarity group", "not compared")}
 
@@ -181,7 +182,7 @@ def test_what_a_large_share_of_the_class_or_the_known_solutions_hold_is_no_evide
     is not; two hand-ins of a catalogued correct variant wrote it a known way."""
     assignment = course.assignment("attention")
     release = _release(course, assignment)
-    known = cohort_report.known_documents(course, assignment, release)
+    known = cohort_analysis.known_documents(course, assignment, release)
     read = _reader(course, assignment)
     others = [read(name, nb) for name, nb in _catalogued(course, assignment)]
     mine = read("copy", cohort.solved(course, assignment, DISTINCTIVE))
@@ -214,7 +215,7 @@ def test_in_the_whole_catalogue_only_the_planted_copy_is_flagged(course):
         read = _reader(course, assignment)
         docs = [read(name, nb) for name, nb in found]
         pairs = similarity.compare(docs, course.similarity_threshold,
-                                   cohort_report.known_documents(course, assignment, release))
+                                   cohort_analysis.known_documents(course, assignment, release))
         flagged = {tuple(sorted((p.a.key[0], p.b.key[0]))) for p in pairs}
         assert flagged == ({("copier", "original")} if assignment.id == "attention" else set()), \
             (assignment.id, [(p.a.key[0], p.b.key[0], p.score) for p in pairs])

@@ -1,0 +1,183 @@
+"""The files an instructor exports: parts.csv (one row per part), totals.csv for an LMS, and a
+Gradescope ``results.json`` per submission; and the CSV writer every export uses.
+
+Every field written is clean, spreadsheet-safe text (:func:`spreadsheet_safe`), so a student's
+text that a spreadsheet would run as a formula is stored as text.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from autograder.store import replacing
+from selfcheck.wire import clean_text
+
+if TYPE_CHECKING:
+    from autograder.config import Assignment, Course
+    from autograder.results import PartResult, Submission
+
+COLUMNS = ("student", "assignment", "part", "score", "max_score", "status", "reason")
+_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A CSV field no spreadsheet runs as a formula: text starting with = + - @ (or a control
+    character) gets a leading apostrophe, as OWASP recommends; numbers pass unchanged."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    text = clean_text("" if value is None else value)
+    return "'" + text if text.startswith(_FORMULA) else text
+
+
+def write_csv(path: str, columns: Sequence[str], rows_: Iterable[Mapping[str, Any]]) -> str:
+    """Write rows (dicts) to ``path`` atomically, every field spreadsheet-safe."""
+    with replacing(path, newline="", encoding="utf-8", errors="replace") as fh:
+        writer = csv.DictWriter(fh, fieldnames=columns)
+        writer.writeheader()
+        for row in rows_:
+            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+    return path
+
+
+def rows(records: Iterable[Submission]) -> Iterator[dict]:
+    """parts.csv's rows: one per part of each record (COLUMNS)."""
+    for record in sorted(records, key=lambda r: r.key):
+        for part in record.parts:
+            yield {"student": record.student, "assignment": record.assignment,
+                   "part": part.part, "max_score": part.max_score, "status": part.status,
+                   "score": part.score if part.graded else "",
+                   "reason": part.reason}
+
+
+def write_grades(out: str, records: Iterable[Submission]) -> str:
+    return write_csv(os.path.join(out, "parts.csv"), COLUMNS, rows(records))
+
+
+def totals(course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> list[dict]:
+    """One row per student: id, total, the most possible, and each assignment's score.
+
+    Every export takes a submission's autograded score from its result record, the one
+    source of those; the gradebook adds only what people decided in formgrader: the answers
+    graded by hand, a part's score overridden by hand, and any late penalty. (nbgrader's own export, grades.csv, reads
+    the gradebook, which :mod:`autograder.pipeline` filled from the same records.)
+    Only assignments somebody has handed in count: the others are left empty and stay out
+    of ``max_total`` until they are released and handed in.
+    """
+    gradebook = gradebook or {}
+    by_key = {r.key: r for r in records}
+    handed_in = {r.assignment for r in records}
+    out = []
+    for student in sorted({r.student for r in records}):
+        row: dict[str, Any] = {"student_id": student}
+        for a in course.assignments:
+            record = by_key.get((student, a.id))
+            if a.id not in handed_in or (record is not None and record.grader_error):
+                row[a.id] = ""          # nobody has handed it in yet, or the grader failed: grade again
+            elif record is None:
+                row[a.id] = 0.0
+            else:
+                nbgrader = gradebook.get(record.key, {})
+                by_hand = sum(w["score"] for w in nbgrader.get("written", {}).values())
+                auto = sum(scored(p, nbgrader.get("overrides")) for p in record.parts)
+                row[a.id] = round(auto + by_hand - nbgrader.get("penalty", 0.0), 3)
+        row["total"] = round(sum(row[a.id] for a in course.assignments if row[a.id] != ""), 3)
+        row["max_total"] = sum(max_points(a) for a in course.assignments if a.id in handed_in)
+        out.append(row)
+    return out
+
+
+def scored(part: PartResult, overrides: Mapping[str, float] | None = None) -> float:
+    """A part's score: the grader's, unless an instructor overrode it in formgrader."""
+    return (overrides or {}).get(part.part, part.score)
+
+
+def max_points(assignment: Assignment) -> float:
+    return sum(p.points for p in assignment.parts) + sum(assignment.written.values())
+
+
+def totals_columns(course: Course) -> list[str]:
+    return ["student_id", "total", "max_total"] + [a.id for a in course.assignments]
+
+
+def write_totals(out: str, course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> str:
+    return write_csv(os.path.join(out, "totals.csv"), totals_columns(course),
+                     ({k: (f"{v:g}" if isinstance(v, float) else v) for k, v in row.items()}
+                      for row in totals(course, records, gradebook)))
+
+
+def part_output(part: PartResult) -> str:
+    """A part's reason, then one line per check (and its message when it failed)."""
+    lines = [part.reason]
+    for check in part.checks:
+        mark = "ok  " if check.status == "passed" else "FAIL"
+        lines.append(f"{mark} [{check.visibility}] {check.doc}")
+        if check.status != "passed":
+            lines.append(f"     {check.message}")
+    return "\n".join(lines)
+
+
+def _test(name, number, score, top, output, tags, graded=True):
+    """One Gradescope test. Its ``status`` knows only passed and failed: full marks pass, a 0
+    fails, and partial credit (or anything not graded yet) has no status, so Gradescope shows
+    the score itself and the output says which it is."""
+    test = {"name": name, "number": number, "score": score, "max_score": top, "output": output,
+            "visibility": "visible", "tags": tags}
+    if graded and score >= top:
+        test["status"] = "passed"
+    elif graded and score <= 0:
+        test["status"] = "failed"
+    elif graded:
+        test["output"] = f"partial credit: {score:g} of {top:g}\n{output}"
+    return test
+
+
+def gradescope(record: Submission, course: Course | None = None, written: Mapping | None = None,
+               overrides: Mapping[str, float] | None = None) -> dict:
+    """A Gradescope autograder ``results.json`` for one submission.
+
+    One test per graded part (its score, partial credit included) and one per
+    hand-graded answer (from the gradebook; 0 until graded); ``score`` is their sum.
+    """
+    titles = {}
+    if course is not None:
+        for part in course.assignment(record.assignment).parts:
+            titles[part.id] = part.title
+    tests = []
+    for part in record.parts:
+        output = part_output(part)
+        if part.part in (overrides or {}):
+            output = f"score set by hand in formgrader (the grader gave {part.score:g})\n{output}"
+        tests.append(_test(f"{part.part}: {titles.get(part.part, part.part)}", part.part,
+                           scored(part, overrides), part.max_score, output,
+                           [record.assignment, part.status], graded=part.graded))
+    for cell, grade in (written or {}).items():
+        tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"],
+                           ("graded by hand in formgrader" + (f": {grade['comment']}" if grade.get("comment") else ""))
+                           if grade["graded"] else "not graded yet",
+                           [record.assignment, "written"], graded=grade["graded"]))
+    output = (f"Could not be graded: {record.problem}" if record.problem
+              else f"{record.assignment}: graded by the course's hidden and public suites")
+    return {"score": round(sum(t["score"] for t in tests), 3), "output": output,
+            "visibility": "visible", "stdout_visibility": "hidden",
+            "execution_time": round(record.seconds if record.seconds is not None
+                                    else sum(p.seconds for p in record.parts), 2),
+            "tests": tests,
+            "extra_data": {"student": record.student, "assignment": record.assignment,
+                           "sha256": record.sha256, "grader": record.grader,
+                           "suites": record.suites}}
+
+
+def write_gradescope(out: str, course: Course, records: Iterable[Submission], gradebook: Mapping | None = None) -> str:
+    folder = os.path.join(out, "gradescope")
+    for record in records:
+        nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
+        path = os.path.join(folder, record.student, record.assignment, "results.json")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            json.dump(gradescope(record, course, nbgrader.get("written"), nbgrader.get("overrides")),
+                      fh, indent=1)
+    return folder

@@ -1,0 +1,90 @@
+"""The student's feedback page for one submission: each part's score, and for every failed check
+what was checked, what came back, the likely mistake and how to run it again.
+
+Made from the result record alone (and the gradebook's hand-graded answers): no hidden test
+source and no hidden expected value can reach a student through it, because neither is in a
+record. The markup is ``templates/feedback.html``; this module only chooses what it shows.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from autograder.reporting import pages
+from autograder.reporting.exports import scored
+
+if TYPE_CHECKING:
+    from autograder.config import Course
+    from autograder.results import Check, PartResult, Submission
+
+_LIKELY = re.compile(r"\s*Likely mistake:\s*")
+
+
+def split_message(message: str | None) -> tuple[str, str]:
+    """(what came back, likely mistake or '') from a check's message."""
+    pieces = _LIKELY.split(message or "", maxsplit=1)
+    came_back = pieces[0].strip()
+    mistake = pieces[1].strip().rstrip(".") + "." if len(pieces) > 1 else ""
+    return came_back, mistake
+
+
+def _colour(score, top):
+    if top and score >= top - 1e-9:
+        return "var(--ok)"
+    return "var(--mid)" if score > 1e-9 else "var(--bad)"
+
+
+def _failed(check: Check) -> dict:
+    """A failed check as the page shows it: its message split into what came back (without the
+    check's own name in front) and the likely mistake."""
+    came_back, mistake = split_message(check.message)
+    if came_back.startswith(check.doc + ":"):
+        came_back = came_back[len(check.doc) + 1:].strip()
+    return {"check": check, "came_back": came_back, "mistake": mistake}
+
+
+def _part(part: PartResult, title: str, overrides: Mapping[str, float]) -> dict:
+    points = f"{scored(part, overrides):g} / {part.max_score:g}" + (" (set by hand)" if part.part in overrides else "")
+    failing = [c for c in part.checks if c.status != "passed"]
+    return {"id": part.part, "title": title, "status": part.status, "reason": part.reason, "points": points,
+            "checks": part.checks, "failing": [_failed(c) for c in failing],
+            "failing_public": [c for c in failing if c.visibility == "public"],
+            "passed": [c for c in part.checks if c.status == "passed"], "test_file": f"test_{part.part}.py"}
+
+
+def feedback_page(record: Submission, course: Course | None = None, written: Mapping | None = None,
+                  overrides: Mapping[str, float] | None = None) -> str:
+    """One self-contained HTML page (no network, no scripts, no external assets) for one submission.
+
+    ``written`` (grade id -> {"score", "max_score", "graded"}) adds the hand-graded answers;
+    ``overrides`` (part -> score) the parts' scores an instructor set in formgrader.
+    """
+    overrides = overrides or {}
+    titles = {}
+    if course is not None:
+        titles = {p.id: p.title for p in course.assignment(record.assignment).parts}
+    total, possible = sum(scored(p, overrides) for p in record.parts), record.max_score
+    by_hand = None
+    if written:
+        done = [w for w in written.values() if w["graded"]]
+        by_hand = {"score": sum(w["score"] for w in done), "all_graded": len(done) == len(written),
+                   "max_score": sum(w["max_score"] for w in written.values())}
+    return pages.render("feedback.html", record=record, total=total, possible=possible,
+                        percent=100 * total / possible if possible else 0, colour=_colour(total, possible),
+                        written=by_hand, parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
+
+
+def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,
+                   gradebook: Mapping | None = None) -> str:
+    """reports/<student>/<assignment>.html under ``out`` for each record; returns the folder."""
+    folder = os.path.join(out, "reports")
+    for record in records:
+        nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
+        path = os.path.join(folder, record.student, f"{record.assignment}.html")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8", errors="replace") as fh:
+            fh.write(feedback_page(record, course, nbgrader.get("written"), nbgrader.get("overrides")))
+    return folder
