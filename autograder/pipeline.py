@@ -21,6 +21,7 @@ import os
 
 from autograder import cohort_report, config, corpus, grading, release, reports
 from autograder.errors import CorpusMissing, NbgraderError
+from autograder.nbgrader import settings, staging
 
 
 def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster=None):
@@ -36,8 +37,7 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
     refused = []
     submissions = grading.find_submissions(course, submitted, refused)                  # 1
     _require_corpus(course, submissions)
-    from autograder import nbgrader_bridge      # nbgrader takes seconds to load: only once grading
-    nbgrader_bridge.write_course_folder(course, out)
+    settings.write_course_folder(course, out)
     executor = None
     if cluster:
         from autograder import cluster as dask_cluster
@@ -72,7 +72,7 @@ def to_gradebook(course, submitted, out, submissions, batch):
     recorded, not even a 0); one that could not be read is staged as the released stub, so
     nbgrader records its verdicts without reading what was handed in. Files of a hand-in the
     release does not declare are left out, and listed in ``batch.left_out``."""
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import apps      # nbgrader takes seconds to load: only once grading
     fresh = {r.key for r in batch.graded}
     by_key = {r.key: r for r in batch.records}
     warnings = []
@@ -82,14 +82,14 @@ def to_gradebook(course, submitted, out, submissions, batch):
         if not mine or (not any((s, a) in fresh for s, a, _ in mine)
                         and all(os.path.exists(p) for p in autograded)):
             continue      # the gradebook already holds these very results
-        nbgrader_bridge.register(course, assignment, out)
+        apps.register(course, assignment, out)
         for student, _, _ in mine:
             if not by_key[student, assignment.id].grader_error:
-                left_out = nbgrader_bridge.stage(course, submitted, out, student, assignment)
+                left_out = staging.stage(course, submitted, out, student, assignment)
                 if left_out:
                     batch.left_out.append(f"{student}/{assignment.id}: {', '.join(left_out)}")
         try:
-            nbgrader_bridge.autograde(course, assignment, out)
+            apps.autograde(course, assignment, out)
         except NbgraderError as exc:
             warnings.append(str(exc))
     return warnings
@@ -100,17 +100,17 @@ def export(course, out, records):
 
     Each stands alone: one that fails becomes a warning and the others are still written.
     Returns the warnings."""
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import apps, gradebook as nbgrader_gradebook
     warnings = []
     try:
-        gradebook = nbgrader_bridge.gradebook_scores(course, out)
+        gradebook = nbgrader_gradebook.scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
     stages = (("parts", lambda: reports.write_grades(out, records)),
               ("totals", lambda: reports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: reports.write_gradescope(out, course, records, gradebook)),
-              ("nbgrader", lambda: nbgrader_bridge.export(course, out)),
+              ("nbgrader", lambda: apps.export(course, out)),
               ("feedback", lambda: reports.write_feedback(out, records, course, gradebook)),
               ("report", lambda: cohort_report.write(course, out, records)))
     for name, write in stages:
