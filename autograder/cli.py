@@ -155,20 +155,21 @@ def cmd_report(course, args):
 
 def cmd_exchange(course, args):
     """Set up (--setup) or check nbgrader's exchange, and that the course folder is the instructor's alone."""
-    from autograder import exchange, nbgrader_bridge, private
+    from autograder import private
+    from autograder.nbgrader import exchange, settings
     out = os.path.abspath(args.dir)
-    if args.root and os.path.abspath(args.root) != nbgrader_bridge.exchange_root(course, out):
+    if args.root and os.path.abspath(args.root) != exchange.root(course, out):
         if not args.setup:
             print(f"error: {os.path.abspath(args.root)} is not this course's exchange "
-                  f"({nbgrader_bridge.exchange_root(course, out)}); `course exchange --setup --root "
+                  f"({exchange.root(course, out)}); `course exchange --setup --root "
                   f"{args.root}` makes it so", file=sys.stderr)
             return 2
         course = config.write_exchange_root(course, args.root)
         print(f"{os.path.relpath(course.path)}: exchange_root: {course.exchange_root} (nbgrader's "
               "release_assignment, collect and release_feedback read it from there)")
-    root = nbgrader_bridge.exchange_root(course, out)
+    root = exchange.root(course, out)
     if args.setup:
-        nbgrader_bridge.write_course_folder(course, out)
+        settings.write_course_folder(course, out)
         private.make(course.root)
         for path in dict.fromkeys((course.root, out)):
             print(f"{private.PRIVATE:>5o}  {path} (the course folder: yours alone)")

@@ -21,6 +21,7 @@ import os
 
 from autograder import config, corpus, grading, release
 from autograder.errors import CorpusMissing, NbgraderError
+from autograder.nbgrader import settings, staging
 from autograder.reporting import cohort_page, exports, feedback
 
 
@@ -37,8 +38,7 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
     refused = []
     submissions = grading.find_submissions(course, submitted, refused)                  # 1
     _require_corpus(course, submissions)
-    from autograder import nbgrader_bridge      # nbgrader takes seconds to load: only once grading
-    nbgrader_bridge.write_course_folder(course, out)
+    settings.write_course_folder(course, out)
     executor = None
     if cluster:
         from autograder import cluster as dask_cluster
@@ -73,7 +73,7 @@ def to_gradebook(course, submitted, out, submissions, batch):
     recorded, not even a 0); one that could not be read is staged as the released stub, so
     nbgrader records its verdicts without reading what was handed in. Files of a hand-in the
     release does not declare are left out, and listed in ``batch.left_out``."""
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import apps      # nbgrader takes seconds to load: only once grading
     fresh = {r.key for r in batch.graded}
     by_key = {r.key: r for r in batch.records}
     warnings = []
@@ -84,14 +84,14 @@ def to_gradebook(course, submitted, out, submissions, batch):
         if not mine or (not any(task.key in fresh for task in mine)
                         and all(os.path.exists(p) for p in autograded)):
             continue      # the gradebook already holds these very results
-        nbgrader_bridge.register(course, assignment, out)
+        apps.register(course, assignment, out)
         for task in mine:
             if not by_key[task.key].grader_error:
-                left_out = nbgrader_bridge.stage(course, submitted, out, task.student, assignment)
+                left_out = staging.stage(course, submitted, out, task.student, assignment)
                 if left_out:
                     batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
         try:
-            nbgrader_bridge.autograde(course, assignment, out)
+            apps.autograde(course, assignment, out)
         except NbgraderError as exc:
             warnings.append(str(exc))
     return warnings
@@ -102,17 +102,17 @@ def export(course, out, records):
 
     Each stands alone: one that fails becomes a warning and the others are still written.
     Returns the warnings."""
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import apps, gradebook as nbgrader_gradebook
     warnings = []
     try:
-        gradebook = nbgrader_bridge.gradebook_scores(course, out)
+        gradebook = nbgrader_gradebook.scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
     stages = (("parts", lambda: exports.write_grades(out, records)),
               ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
-              ("nbgrader", lambda: nbgrader_bridge.export(course, out)),
+              ("nbgrader", lambda: apps.export(course, out)),
               ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook)),
               ("report", lambda: cohort_page.write(course, out, records)))
     for name, write in stages:

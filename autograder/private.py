@@ -8,7 +8,7 @@ account on the server, and so would grading. So the folder itself is made ``0700
 (:func:`make`): nothing in it can be reached from another account, whatever its own mode and
 whatever umask made it. ``course exchange --setup`` does it to the course and grading folders,
 ``course grade`` to the folder it grades into, and every nbgrader command in a course folder
-to that folder (``nbgrader_config.py`` calls :func:`autograder.nbgrader_bridge.configure`).
+to that folder (``nbgrader_config.py`` calls :func:`autograder.nbgrader.settings.configure`).
 
 Grading still reaches what it binds into the sandbox (the course's environment,
 ``selfcheck/``, the corpus): as root, a path the sandbox's unprivileged user cannot reach is

@@ -1,9 +1,8 @@
 """Release: solutions/ -> assignments/ through nbgrader, plus the self-check kit.
 
 ``nbgrader generate_assignment`` strips the solutions and copies the public
-tests; then each released folder gets the :mod:`selfcheck` modules it uses
-(:func:`kit_modules`), a ``conftest.py`` that loads them and a manifest, so
-``pytest`` works there with nothing else installed but numpy and pytest. Points are written into the
+tests; then each released folder gets the self-check kit (:mod:`autograder.selfcheck_kit`),
+so ``pytest`` works there with nothing else installed but numpy and pytest. Points are written into the
 solution notebooks from course.yaml first, so course.yaml stays the only
 place they are set (nbgrader reads them from ``solutions/``, its source
 directory, so ``course release`` rewrites those notebooks and says so).
@@ -13,30 +12,16 @@ that leaks nothing replaces ``assignments/`` and ``solutions/``, one folder
 at a time by renames, so a refused release writes nothing.
 """
 
-import ast
-import contextlib
-import dataclasses
 import filecmp
-import io
-import json
 import os
 import re
 import shutil
 import tempfile
 
-import pytest
-
-import selfcheck
-import selfcheck.manifest
-from autograder import chapter
-from autograder.config import ConfigError
+from autograder import selfcheck_kit
+from autograder.config import Assignment, ConfigError, Course
 from selfcheck.program import is_solution, read_notebook, source
 
-SELFCHECK = os.path.dirname(os.path.abspath(selfcheck.__file__))
-RUNNER = ("__init__", "plugin", "child")     # `pytest`, the check cells, the student's process
-CONFTEST = ('"""Lets `pytest` here run the public checks against the notebook in this folder."""\n\n'
-            'pytest_plugins = ["selfcheck.plugin"]\n')
-PYTEST_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")
 
 
@@ -56,7 +41,7 @@ def _unsynced(assignment, nb):
             and cell.metadata["nbgrader"].get("points") != wanted[cell.metadata["nbgrader"]["grade_id"]]]
 
 
-def sync_points(course, assignment, path):
+def sync_points(course: Course, assignment: Assignment, path: str) -> list[str]:
     """Write course.yaml's points into the grade cells of a solution notebook at ``path``.
 
     Returns what changed, e.g. ``["check_softmax 4 -> 5"]``."""
@@ -71,7 +56,7 @@ def sync_points(course, assignment, path):
     return changed
 
 
-def require_released_points(course):
+def require_released_points(course: Course) -> None:
     """Raise ConfigError naming every grade cell of ``solutions/`` whose points course.yaml has
     changed since the last release: nbgrader's gradebook takes its points from there, so it
     would keep the old points while parts.csv took the new."""
@@ -86,112 +71,15 @@ def require_released_points(course):
                           "run `course release` first")
 
 
-def count_tests(path):
-    """How many checks pytest collects from a suite (parametrised cases included)."""
-    class Count:
-        n = 0
-
-        def pytest_collection_modifyitems(self, items):
-            Count.n = len(items)
-
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        pytest.main([path, "--collect-only", "-q", "--noconftest", "-p", "no:cacheprovider",
-                     "--import-mode=importlib", "-o", "addopts="], plugins=[Count()])
-    return Count.n
-
-
-def _selfcheck_uses(code):
-    """The selfcheck modules a piece of code names: what it imports from the package, and the probes
-    it asks for (``student.probe("<name>", ...)`` runs ``selfcheck.probes.<name>``)."""
-    used = set()
-    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
-    for node in ast.walk(ast.parse(code)):
-        if isinstance(node, ast.Import):
-            used |= {a.name[len("selfcheck."):] for a in node.names if a.name.startswith("selfcheck.")}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module == "selfcheck":
-                used |= {a.name for a in node.names}
-            elif node.module.startswith("selfcheck."):
-                used.add(node.module[len("selfcheck."):])
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "probe"
-              and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
-            used.add(f"probes.{node.args[0].value}")
-    return used
-
-
-def kit_modules(course, assignment):
-    """The selfcheck files (paths inside the package) an assignment's folder needs.
-
-    The runner, what the assignment's public tests and notebook use, and in turn
-    what those modules use; names that are no module of the package (a function
-    imported from it) drop out. A probe brings its package's ``__init__.py``.
-    """
-    def path(name):
-        for candidate in (name.replace(".", os.sep) + ".py", os.path.join(name.replace(".", os.sep), "__init__.py")):
-            if os.path.isfile(os.path.join(SELFCHECK, candidate)):
-                return candidate
-        return None
-
-    wanted = set(RUNNER)
-    for part in assignment.parts:
-        with open(os.path.join(course.root, part.public)) as fh:
-            wanted |= _selfcheck_uses(fh.read())
-    nb = read_notebook(course.source(assignment, assignment.notebook))
-    wanted |= {name for cell in nb["cells"] if cell.get("cell_type") == "code"
-               for name in _selfcheck_uses(source(cell))}
-    files, todo = set(), list(wanted)
-    while todo:
-        name = todo.pop()
-        found = path(name)
-        if found is None or found in files:
-            continue
-        files.add(found)
-        if "." in name:
-            todo.append(name.rsplit(".", 1)[0])
-        with open(os.path.join(SELFCHECK, found)) as fh:
-            todo += _selfcheck_uses(fh.read())
-    return sorted(files)
-
-
-def vendor(course, assignment, folder):
-    """Add the self-check kit to a released folder: the modules it needs, its manifest and numbers."""
-    kit = os.path.join(folder, "selfcheck")
-    if os.path.exists(kit):
-        shutil.rmtree(kit)
-    modules = kit_modules(course, assignment)
-    for name in modules:
-        os.makedirs(os.path.dirname(os.path.join(kit, name)), exist_ok=True)
-        shutil.copy(os.path.join(SELFCHECK, name), os.path.join(kit, name))
-    manifest = {
-        "assignment": assignment.id, "notebook": assignment.notebook,
-        "limits": dataclasses.asdict(course.limits),
-        "parts": [{"id": p.id, "title": p.title, "points": p.points, "cells": list(p.cells),
-                   "check_cell": p.check_cell, "tests": p.public_file,
-                   "hidden_checks": count_tests(os.path.join(course.root, p.hidden))}
-                  for p in assignment.parts],
-    }
-    with open(os.path.join(kit, selfcheck.manifest.NAME), "w") as fh:
-        json.dump(manifest, fh, indent=1)
-        fh.write("\n")
-    if "chapter.py" in modules:          # the public checks' targets
-        with open(os.path.join(kit, "chapter_numbers.json"), "w") as fh:
-            json.dump(chapter.numbers(), fh)
-            fh.write("\n")
-    with open(os.path.join(folder, "conftest.py"), "w") as fh:
-        fh.write(CONFTEST)
-    with open(os.path.join(folder, "pytest.ini"), "w") as fh:
-        fh.write(PYTEST_INI)
-
-
 class LeakError(Exception):
     """The release would publish solution or hidden-test text; nothing was written."""
 
-    def __init__(self, leaks):
+    def __init__(self, leaks: list[tuple[str, str]]) -> None:
         super().__init__(f"{len(leaks)} leak(s)")
         self.leaks = leaks
 
 
-def build(course, folder):
+def build(course: Course, folder: str) -> tuple[str, dict[str, list[str]]]:
     """The whole release, made inside ``folder`` and nowhere else.
 
     nbgrader generates it (its gradebook in ``folder`` too) from a copy of
@@ -199,7 +87,7 @@ def build(course, folder):
     gets the self-check kit. Returns ``(release folder, {assignment id: points
     changed in its solution notebook})``; the synced copies are in ``folder/solutions``.
     """
-    from autograder import nbgrader_bridge      # nbgrader loads in seconds: only when releasing
+    from autograder.nbgrader import apps      # nbgrader loads in seconds: only when releasing
     source_dir, target = os.path.join(folder, "solutions"), os.path.join(folder, "release")
     synced = {}
     for assignment in course.assignments:
@@ -208,12 +96,12 @@ def build(course, folder):
         changed = sync_points(course, assignment, os.path.join(source_dir, assignment.id, assignment.notebook))
         if changed:
             synced[assignment.id] = changed
-        nbgrader_bridge.generate(course, assignment, release_dir=target, out=folder, source_dir=source_dir)
-        vendor(course, assignment, os.path.join(target, assignment.id))
+        apps.generate(course, assignment, release_dir=target, out=folder, source_dir=source_dir)
+        selfcheck_kit.vendor(course, assignment, os.path.join(target, assignment.id))
     return target, synced
 
 
-def release(course):
+def release(course: Course) -> dict[str, list[str]]:
     """Release every assignment into ``assignments/``, or raise :class:`LeakError` having written nothing.
 
     Returns ``{assignment id: points changed}`` for the solution notebooks it rewrote.
@@ -232,13 +120,13 @@ def release(course):
             if os.path.exists(target):
                 os.rename(target, os.path.join(tmp, f"replaced-{assignment.id}"))
             os.rename(os.path.join(built, assignment.id), target)
-        from autograder import nbgrader_bridge
+        from autograder.nbgrader import apps
         for assignment in course.assignments:
-            nbgrader_bridge.register(course, assignment, course.root)
+            apps.register(course, assignment, course.root)
     return synced
 
 
-def differences(course):
+def differences(course: Course) -> list[str]:
     """Files where the committed release differs from a fresh one (empty when in sync)."""
     with tempfile.TemporaryDirectory() as tmp:
         fresh, _ = build(course, tmp)
@@ -292,7 +180,7 @@ def _hidden_lines(course):
     return {line for line in lines if line not in public}
 
 
-def leaks(course, folder=None):
+def leaks(course: Course, folder: str | None = None) -> list[tuple[str, str]]:
     """(file, what leaked) for every released file holding solution or hidden-test text."""
     folder = folder or os.path.join(course.root, "assignments")
     hidden = _hidden_lines(course)

@@ -26,7 +26,8 @@ import sys
 
 from jupyterhub.auth import PAMAuthenticator
 
-from autograder import config as course_config, nbgrader_bridge
+from autograder import config as course_config
+from autograder.nbgrader import exchange as course_exchange
 
 c = get_config()  # noqa: F821 - get_config is provided by JupyterHub
 
@@ -100,7 +101,7 @@ proxy = os.path.join(BIN, "configurable-http-proxy")
 if os.path.exists(proxy):
     c.ConfigurableHTTPProxy.command = [proxy]
 
-exchange = {"COURSE_ID": course.course_id, "COURSE_EXCHANGE_ROOT": nbgrader_bridge.exchange_root(course)}
+exchange = {"COURSE_ID": course.course_id, "COURSE_EXCHANGE_ROOT": course_exchange.root(course)}
 
 
 # The course folder, which holds this file, is the grading account's alone: the servers' settings

@@ -118,9 +118,9 @@ def test_a_part_added_by_the_readme_steps_is_released_graded_and_exported(course
     assert exported == {"solved": autograded, "stub": 0.0}
 
     from nbgrader.api import Gradebook
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import settings
     notebook = os.path.splitext(assignment.notebook)[0]
-    with Gradebook(nbgrader_bridge.settings(course, str(out)).CourseDirectory.db_url, course.course_id) as gb:
+    with Gradebook(settings.settings(course, str(out)).CourseDirectory.db_url, course.course_id) as gb:
         assert gb.find_grade_cell("check_layer_norm", notebook, assignment.id).max_score == 2
         scores = {s: gb.find_grade("check_layer_norm", notebook, assignment.id, s).score for s in ("solved", "stub")}
     assert scores == {"solved": 2.0, "stub": 0.0}

@@ -254,13 +254,13 @@ def test_a_points_change_is_released_then_regraded_everywhere(course_copy, tmp_p
 def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, graded_copy):
     from nbgrader.api import Gradebook
 
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import settings
     folder, records, _ = graded_copy
     assignment = next(a for a in course.assignments if a.written)
     cell, points = next(iter(assignment.written.items()))
     notebook = os.path.splitext(assignment.notebook)[0]
     # a TA grades the written answer in formgrader: formgrader sets the grade's manual_score
-    db = nbgrader_bridge.settings(course, str(folder)).CourseDirectory.db_url
+    db = settings.settings(course, str(folder)).CourseDirectory.db_url
     with Gradebook(db, course.course_id) as gb:
         grade = gb.find_grade(cell, notebook, assignment.id, "reference")
         assert grade.needs_manual_grade

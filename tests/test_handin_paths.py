@@ -20,7 +20,8 @@ import time
 
 import pytest
 
-from autograder import cohort, exchange, nbgrader_bridge, release
+from autograder import cohort, release
+from autograder.nbgrader import apps, exchange, gradebook, settings
 from test_nbgrader_paths import _call, _free_port  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -77,8 +78,8 @@ def folder(course, assignment, tmp_path_factory):
     ``nbgrader autograde`` and ``nbgrader generate_feedback`` run there: (folder, their outputs)."""
     folder = tmp_path_factory.mktemp("handins")
     submitted = folder / "submitted"
-    nbgrader_bridge.write_course_folder(course, str(folder))
-    nbgrader_bridge.register(course, assignment, str(folder))
+    settings.write_course_folder(course, str(folder))
+    apps.register(course, assignment, str(folder))
     solutions, solution = course.source(assignment), course.source(assignment, assignment.notebook)
     _hand_in(course, submitted, FULL, assignment, cohort.solved(course, assignment), {"notes.html": NOTES})
     os.symlink(os.path.dirname(solutions), submitted / "linked-student")
@@ -104,7 +105,7 @@ def folder(course, assignment, tmp_path_factory):
 
 
 def _gradebook(course, folder):
-    return {s: entry["score"] for (s, a), entry in nbgrader_bridge.gradebook_scores(course, str(folder)).items()}
+    return {s: entry["score"] for (s, a), entry in gradebook.scores(course, str(folder)).items()}
 
 
 def test_nbgrader_autograde_gives_no_linked_hand_in_marks(course, assignment, folder):
@@ -222,7 +223,7 @@ def test_course_check_never_runs_a_cell_the_student_marked_given(course, assignm
 def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_path):
     """``nbgrader collect``: the notebook and the release's files come, a handed-in page does not,
     and the command names what it left out."""
-    nbgrader_bridge.write_course_folder(course, str(tmp_path))
+    settings.write_course_folder(course, str(tmp_path))
     exchange.setup(course, str(tmp_path))
     inbound = tmp_path / "exchange" / course.course_id / "inbound"
     name = f"{FULL}+{assignment.id}+2026-12-01 10:00:00.000000 UTC+abc123"

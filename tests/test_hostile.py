@@ -204,10 +204,10 @@ def test_gradebook_restores_tampered_test_cells(batch):
     """nbgrader's own record: an edited or deleted test cell scores what the suites said, out of
     course.yaml's points, never what the notebook claimed."""
     from nbgrader.api import Gradebook
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader.settings import settings
     course = batch["course"]
     points = course.assignment("attention").part(CATALOGUE.TARGET).points
-    cfg = nbgrader_bridge.settings(course, str(batch["out"]))
+    cfg = settings(course, str(batch["out"]))
     control = float(_rows(batch, "control-wrong")[CATALOGUE.TARGET]["score"])
     want = {"edits-test-cell": control, "deletes-test-cell": points, "reference": points,
             "control-wrong": control, "deletes-solution-cell": 0.0}
@@ -227,9 +227,9 @@ def test_the_gradebook_agrees_with_the_results(batch):
     """nbgrader's gradebook holds every part's score as the course grader recorded it, out of
     course.yaml's points, whatever a hand-in's metadata claimed (points, duplicate grade ids)."""
     from nbgrader.api import Gradebook
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader.settings import settings
     course = batch["course"]
-    cfg = nbgrader_bridge.settings(course, str(batch["out"]))
+    cfg = settings(course, str(batch["out"]))
     disagree = []
     with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
         for row in batch["rows"]:
@@ -311,10 +311,9 @@ def test_a_part_ends_within_its_budget(batch):
 
 def test_nbgrader_feedback_is_sanitised(batch):
     """A written answer's <script> and event handlers never reach nbgrader's feedback page."""
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import apps
     course = batch["course"]
-    nbgrader_bridge.generate_feedback(course, course.assignment("attention"), str(batch["out"]),
-                                      "script-in-answer")
+    apps.generate_feedback(course, course.assignment("attention"), str(batch["out"]), "script-in-answer")
     with open(batch["out"] / "feedback" / "script-in-answer" / "attention" / "attention.html",
               encoding="utf-8") as fh:
         page = fh.read()
@@ -332,8 +331,9 @@ def test_collect_never_follows_a_link(course, tmp_path):
     """nbgrader collect, as the course configures it: a hand-in that is a link, or becomes one
     between listing and copying, or holds links, or is owned by another user, never brings in
     anything but the student's own regular files."""
-    from autograder import exchange, nbgrader_bridge
-    from autograder.nbgrader_plugins import SafeCollect
+    from autograder.nbgrader import exchange
+    from autograder.nbgrader.plugins import SafeCollect
+    from autograder.nbgrader.settings import settings
     from nbgrader.coursedir import CourseDirectory
     root = tmp_path / "exchange"
     exchange.setup(course, str(tmp_path))      # the exchange is <folder>/exchange
@@ -350,7 +350,7 @@ def test_collect_never_follows_a_link(course, tmp_path):
     for name in ("carol", "nobody"):                       # carol's hand-in was made by someone else
         for path in (inbound / f"{name}+attention+{stamp}+x", inbound / f"{name}+attention+{stamp}+x" / "attention.ipynb"):
             os.chown(path, 65534, 65534)
-    cfg = nbgrader_bridge.settings(course, str(tmp_path))
+    cfg = settings(course, str(tmp_path))
     cfg.Exchange.root = str(root)
     coursedir = CourseDirectory(config=cfg)
     coursedir.assignment_id = "attention"
@@ -768,18 +768,6 @@ def test_memory_limit_is_the_operating_systems(tmp_path):
         assert "MemoryError" in info.value.message and "400 MB" in info.value.message
     finally:
         student.close()
-
-
-def test_a_part_without_a_verdict_scores_zero_in_nbgrader(tmp_path):
-    """ApplyResults writes an error into a test cell it has no verdict for: nbgrader scores it 0."""
-    import nbformat
-    from autograder.nbgrader_bridge import ApplyResults
-    cell = nbformat.v4.new_code_cell("check('softmax')", metadata={"nbgrader": {
-        "grade": True, "solution": False, "grade_id": "check_softmax", "points": 4}})
-    nb = nbformat.v4.new_notebook(cells=[cell])
-    nb, _ = ApplyResults(results_dir=str(tmp_path)).preprocess(
-        nb, {"nbgrader": {"student": "nobody", "assignment": "attention"}})
-    assert [o["output_type"] for o in nb.cells[0].outputs] == ["error"]
 
 
 def test_weaker_mode_is_announced(capsys, monkeypatch):

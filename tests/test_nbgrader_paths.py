@@ -52,8 +52,8 @@ def _hand_in(course, folder, student, assignment, nb):
 
 def _auto_scores(course, folder):
     """(student, assignment) -> the autograded score nbgrader's gradebook holds."""
-    from autograder import nbgrader_bridge
-    return {key: round(entry["score"], 3) for key, entry in nbgrader_bridge.gradebook_scores(course, folder).items()}
+    from autograder.nbgrader import gradebook
+    return {key: round(entry["score"], 3) for key, entry in gradebook.scores(course, folder).items()}
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +74,10 @@ def by_course_grade(course, assignment, tmp_path_factory):
 @pytest.fixture(scope="module")
 def nbgrader_folder(course, assignment, tmp_path_factory):
     """A course folder in which nbgrader's own commands are run, the assignment in its gradebook."""
-    from autograder import nbgrader_bridge
+    from autograder.nbgrader import apps, settings
     folder = tmp_path_factory.mktemp("nbgrader")
-    nbgrader_bridge.write_course_folder(course, str(folder))
-    nbgrader_bridge.register(course, assignment, str(folder))
+    settings.write_course_folder(course, str(folder))
+    apps.register(course, assignment, str(folder))
     return folder
 
 

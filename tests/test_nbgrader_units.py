@@ -1,76 +1,131 @@
-"""The course's nbgrader preprocessors on tiny in-memory notebooks, as nbgrader tests its own:
-restoring a deleted test cell (RestoreCells) and writing the grader's verdicts into test cells
-(ApplyResults). No gradebook, no kernel, no course folder."""
+"""The course's nbgrader extensions on in-memory notebooks, as nbgrader tests its own
+preprocessors: each one run on a notebook built with nbformat, no nbgrader command, no kernel.
+Where a preprocessor reads nbgrader's gradebook, it is a real one in a temporary folder."""
 
-import types
+import copy
+import json
+import os
+import sqlite3
+import stat
 
+import nbformat
 import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import ComputeChecksums, OverwriteCells, SaveCells
+from traitlets.config import Config
+from traitlets.utils.importstring import import_item
 
-from autograder import store
+from autograder import selfcheck_kit, store
+from autograder.nbgrader import settings, staging
+from autograder.nbgrader.preprocessors import (AddSelfCheckKit, ApplyResults, Refuse, RestoreCells,
+                                               SanitizeMarkdown)
 from autograder.results import Submission
-
-# slow only in that importing nbgrader costs seconds of CPU, which alone would take `make check`
-# past its 30 seconds on a busy machine (so it is imported in the tests, not when collecting);
-# run them with `pytest tests/test_nbgrader_units.py`
-pytestmark = pytest.mark.slow
+from selfcheck.program import read_notebook
 
 
 def _cell(gid, code="", **nbgrader):
-    from nbformat.v4 import new_code_cell
     return new_code_cell(code, metadata={"nbgrader": {"grade_id": gid, "grade": False, "solution": False,
-                                                      "locked": False, **nbgrader}})
+                                                      "locked": False, "schema_version": 3, **nbgrader}})
 
 
 def _ids(nb):
     return [c.metadata.get("nbgrader", {}).get("grade_id") for c in nb.cells]
 
 
-def _source(name, source="check('x')"):
-    return types.SimpleNamespace(name=name, cell_type="code", locked=True, checksum="c", source=source)
+# --- RestoreCells ---------------------------------------------------------------------------------
+
+def _released():
+    """The released notebook, as generate_assignment leaves it (checksums of its nbgrader cells)."""
+    nb = new_notebook(cells=[
+        _cell("imports", "import numpy as np", locked=True),
+        _cell("softmax", "def softmax(z): ...", solution=True),
+        _cell("show_table", "show(softmax)", locked=True),
+        _cell("check_softmax", "check('softmax')", grade=True, locked=True, points=4),
+        _cell("causal_mask", "def causal_mask(n): ...", solution=True),
+        _cell("check_causal_mask", "check('causal_mask')", grade=True, locked=True, points=3)])
+    return ComputeChecksums().preprocess(nb, {})[0]
 
 
-def test_a_deleted_check_cell_comes_back_after_the_nearest_earlier_cell_the_submission_has():
-    from nbformat.v4 import new_notebook
+@pytest.fixture
+def gradebook(tmp_path):
+    """The URL of a gradebook holding the released notebook's cells, as generate_assignment
+    records them (nbgrader's SaveCells). nbgrader stamps a new database's schema version by running
+    its alembic command, seconds of CPU; nothing here migrates, so the version table is made first."""
+    path = tmp_path / "gradebook.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    url = f"sqlite:///{path}"
+    with Gradebook(url) as gb:
+        gb.add_assignment("attention")
+    SaveCells().preprocess(_released(), _resources(url))
+    return url
 
-    from autograder.nbgrader_cells import RestoreCells
-    order = ["imports", "softmax", "show_table", "check_softmax", "causal_mask", "check_causal_mask"]
-    source_nb = types.SimpleNamespace(source_cells=[_source(n) for n in order],
-                                      grade_cells=[types.SimpleNamespace(name=n, max_score=4)
-                                                   for n in ("check_softmax", "check_causal_mask")],
-                                      solution_cells=[types.SimpleNamespace(name=n)
-                                                      for n in ("softmax", "causal_mask")])
-    restore = RestoreCells()
-    restore.gradebook = types.SimpleNamespace(find_notebook=lambda notebook, assignment: source_nb)
-    restore.notebook_id, restore.assignment_id = "attention", "attention"
-    # the student deleted both check cells and the locked show_ cell before the first
-    nb = new_notebook(cells=[_cell("imports"), _cell("softmax", solution=True), _cell("causal_mask", solution=True)])
-    nb, _ = restore.add_missing_grade_cells(nb, {})
+
+def _resources(url):
+    return {"nbgrader": {"db_url": url, "assignment": "attention", "notebook": "attention"}}
+
+
+def _without_checks():
+    """A hand-in whose student deleted both check cells and the locked show_ cell before the first."""
+    nb = _released()
+    nb.cells = [c for c in nb.cells if c.metadata.nbgrader["grade_id"] in ("imports", "softmax", "causal_mask")]
+    nb.cells[1].source = "def softmax(z): return z"
+    return nb
+
+
+def test_a_deleted_check_cell_comes_back_after_the_nearest_earlier_cell_the_hand_in_has(gradebook):
+    nb, _ = RestoreCells(add_missing_cells=True).preprocess(_without_checks(), _resources(gradebook))
     assert _ids(nb) == ["imports", "softmax", "check_softmax", "causal_mask", "check_causal_mask"]
     restored = nb.cells[2]
     assert restored.metadata["nbgrader"]["points"] == 4 and restored.metadata["nbgrader"]["grade"]
     assert restored["id"] == "restored-check_softmax"
+    assert restored.source.endswith("check('softmax')")
+    nbformat.validate(nb)
 
 
-def _record(student):
+def test_nbgrader_s_own_overwritecells_fails_on_that_hand_in(gradebook):
+    """Why RestoreCells exists: nbgrader looks the restored cell's neighbour (show_table) up among
+    the hand-in's grade and solution cells, and the whole submission fails."""
+    with pytest.raises(KeyError):
+        OverwriteCells(add_missing_cells=True).preprocess(_without_checks(), _resources(gradebook))
+
+
+def test_restorecells_overwrites_a_test_cell_the_student_edited(gradebook):
+    nb = _without_checks()
+    edited = copy.deepcopy(_released().cells[-1])
+    edited.source, edited.metadata.nbgrader["points"] = "print('all passed')", 30
+    nb.cells.append(edited)
+    nb, _ = RestoreCells(add_missing_cells=True).preprocess(nb, _resources(gradebook))
+    check = nb.cells[_ids(nb).index("check_causal_mask")]
+    assert check.source == "check('causal_mask')" and check.metadata["nbgrader"]["points"] == 3
+
+
+# --- ApplyResults ---------------------------------------------------------------------------------
+
+def _record(student, **changes):
     check = {"name": "t", "doc": "sums to one", "visibility": "hidden", "weight": 1, "status": "failed",
              "message": "sums to one: got 2"}
-    return {"student": student, "assignment": "attention", "notebook": "attention.ipynb", "problem": None,
-            "parts": [{"part": "softmax", "score": 2.5, "max_score": 4, "status": "partial",
-                       "reason": "1 of 2 checks did not pass", "checks": [dict(check, status="passed"), check]}]}
+    record = {"student": student, "assignment": "attention", "notebook": "attention.ipynb", "problem": None,
+              "parts": [{"part": "softmax", "score": 2.5, "max_score": 4, "status": "partial",
+                         "reason": "1 of 2 checks did not pass", "checks": [dict(check, status="passed"), check]}]}
+    return Submission.from_json({**record, **changes})
+
+
+def _graded_notebook():
+    return new_notebook(cells=[_cell("softmax", "def softmax(z): ...", solution=True),
+                               _cell("check_softmax", "check('softmax')", grade=True, points=4),
+                               _cell("check_causal_mask", "check('causal_mask')", grade=True, points=4)])
+
+
+def _apply(tmp_path, student):
+    return ApplyResults(results_dir=str(tmp_path / "results")).preprocess(
+        _graded_notebook(), {"nbgrader": {"student": student, "assignment": "attention", "notebook": "attention"}})
 
 
 def test_each_test_cell_gets_its_part_s_verdict_and_a_part_without_one_scores_zero(tmp_path):
-    import nbformat
-    from nbformat.v4 import new_notebook
-
-    from autograder.nbgrader_bridge import ApplyResults
-    store.write_result(str(tmp_path), Submission.from_json(_record("ann")))
-    nb = new_notebook(cells=[_cell("softmax", "def softmax(z): ...", solution=True),
-                             _cell("check_softmax", "check('softmax')", grade=True, points=4),
-                             _cell("check_causal_mask", "check('causal_mask')", grade=True, points=4)])
-    apply = ApplyResults(results_dir=str(tmp_path / "results"))
-    nb, _ = apply.preprocess(nb, {"nbgrader": {"student": "ann", "assignment": "attention",
-                                               "notebook": "attention"}})
+    store.write_result(str(tmp_path), _record("ann"))
+    nb, _ = _apply(tmp_path, "ann")
     solution, graded, ungraded = nb.cells
     assert solution.get("outputs") == []
     stream, result = graded.outputs
@@ -79,3 +134,188 @@ def test_each_test_cell_gets_its_part_s_verdict_and_a_part_without_one_scores_ze
     assert "FAIL [hidden] sums to one" in stream.text and "ok   [hidden] sums to one" in stream.text
     assert [o.output_type for o in ungraded.outputs] == ["error"]
     nbformat.validate(nb)
+
+
+def test_a_hand_in_without_a_result_scores_zero_in_every_test_cell(tmp_path):
+    nb, _ = _apply(tmp_path, "nobody")
+    assert [[o.output_type for o in c.outputs] for c in nb.cells[1:]] == [["error"], ["error"]]
+
+
+def test_a_hand_in_the_grader_failed_on_is_not_recorded(tmp_path):
+    store.write_result(str(tmp_path), _record("bob", problem="grader error: the sandbox did not start",
+                                        parts=[{"part": "softmax", "score": 0, "max_score": 4,
+                                                "status": "grader-error", "reason": "the sandbox did not start"}]))
+    with pytest.raises(RuntimeError, match="bob: not graded"):
+        _apply(tmp_path, "bob")
+
+
+# --- SanitizeMarkdown -----------------------------------------------------------------------------
+
+def test_a_written_answer_keeps_its_text_and_loses_its_script():
+    answer = ("The **keys** are alike, $\\sqrt{d_k}$ scales them.\n\n| d_k | entropy |\n|---|---|\n| 4 | 1.2 |\n\n"
+              "<script>alert('HOSTILE')</script><img src=x onerror=alert(1)>\n\n[more](javascript:alert(2))")
+    code = new_code_cell("x = '<script>'")
+    nb, _ = SanitizeMarkdown().preprocess(new_notebook(cells=[new_markdown_cell(answer), code]), {})
+    html = nb.cells[0].source
+    assert "<strong>keys</strong>" in html and "\\sqrt{d_k}" in html and "<td>1.2</td>" in html
+    assert "<script" not in html and "onerror" not in html and "javascript:" not in html
+    assert html.startswith("<div>\n") and "\n\n" not in html      # one block nbgrader passes through
+    assert nb.cells[1].source == "x = '<script>'"
+
+
+# --- Refuse, and nbgrader's configuration -----------------------------------------------------------
+
+def test_refuse_stops_the_converter_with_course_yaml_s_problem():
+    with pytest.raises(RuntimeError, match="until course.yaml is fixed: limits: memory_mb"):
+        Refuse(problem="limits: memory_mb must be a number").preprocess(_graded_notebook(), {})
+
+
+def _ours(cfg):
+    """Every dotted name of a class in nbgrader's configuration that is the course's."""
+    names = []
+    for section in cfg.values():
+        for value in section.values():
+            for name in value if isinstance(value, list) else [value]:
+                if isinstance(name, str) and name.startswith("autograder."):
+                    names.append(name)
+    return names
+
+
+def test_a_course_yaml_that_does_not_load_refuses_every_converter(tmp_path, capsys):
+    (tmp_path / "course.yaml").write_text("course_id: [\n")
+    cfg = Config()
+    settings.configure(cfg, out=str(tmp_path), course_yaml=str(tmp_path / "course.yaml"))
+    refuse = [f"{settings.PACKAGE}.preprocessors.Refuse"]
+    for converter in ("GenerateAssignment", "GenerateFeedback"):
+        assert cfg[converter].preprocessors == refuse
+    assert cfg.Autograde.sanitize_preprocessors == cfg.Autograde.autograde_preprocessors == refuse
+    assert import_item(refuse[0]) is Refuse and cfg.Refuse.problem
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
+    cfg = Config()
+    settings.configure(cfg, out=str(tmp_path), course_yaml=course.path)
+    names = _ours(cfg)
+    assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeCsvExport", "RestoreCells",
+                                                    "SanitizeMarkdown", "ApplyResults", "AddSelfCheckKit"}
+    for name in names:
+        assert isinstance(import_item(name), type), name
+    assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700
+
+
+# what `course grade --out DIR` wrote into DIR/nbgrader_config.py before the package was laid out
+EARLIER_CONFIG = """# Written by `course grade`: this folder holds one batch's working state.
+import os
+from autograder.nbgrader_bridge import configure
+
+configure(get_config(), out=os.path.dirname(os.path.abspath(__file__)),  # noqa: F821
+          course_yaml={course_yaml!r})
+"""
+
+
+def _load_config(path):
+    """What nbgrader's configuration is after it runs the ``nbgrader_config.py`` at ``path``."""
+    cfg = Config()
+    with open(path) as fh:
+        exec(compile(fh.read(), str(path), "exec"), {"get_config": lambda: cfg, "__file__": str(path)})
+    return cfg
+
+
+@pytest.mark.parametrize("written_by", ["this version", "an earlier version"])
+def test_a_grading_folder_s_nbgrader_config_configures_the_course(course, tmp_path, written_by):
+    if written_by == "this version":
+        settings.write_course_folder(course, str(tmp_path))
+    else:
+        (tmp_path / "nbgrader_config.py").write_text(EARLIER_CONFIG.format(course_yaml=course.path))
+    cfg = _load_config(tmp_path / "nbgrader_config.py")
+    expected = settings.settings(course, str(tmp_path))
+    for section in ("CourseDirectory", "Autograde", "ApplyResults", "ExchangeFactory", "GenerateFeedback"):
+        assert cfg[section] == expected[section], section
+    assert cfg.AddSelfCheckKit.course_yaml == course.path
+
+
+# --- AddSelfCheckKit ------------------------------------------------------------------------------
+
+def test_nbgrader_s_generate_assignment_gets_the_self_check_kit(course, tmp_path):
+    assignment = course.assignment("weighted_attention")
+    cfg = Config()
+    cfg.CourseDirectory.release_directory = str(tmp_path)
+    nb = new_notebook(cells=[_cell("imports")])
+    kit = AddSelfCheckKit(config=cfg, course_yaml=course.path)
+    out, _ = kit.preprocess(nb, {"nbgrader": {"assignment": assignment.id, "notebook": "weighted_attention"}})
+    assert out is nb
+    folder = tmp_path / assignment.id
+    shipped = sorted(os.path.relpath(os.path.join(d, f), folder / "selfcheck")
+                     for d, _, files in os.walk(folder / "selfcheck") for f in files if f.endswith(".py"))
+    assert shipped == selfcheck_kit.kit_modules(course, assignment)
+    manifest = json.loads((folder / "selfcheck" / "manifest.json").read_text())
+    assert [p["id"] for p in manifest["parts"]] == [p.id for p in assignment.parts]
+    assert (folder / "conftest.py").read_text() == selfcheck_kit.CONFTEST
+
+
+# --- the staged converters' reading of a hand-in --------------------------------------------------
+
+@pytest.fixture(scope="module")
+def release(course):
+    assignment = course.assignment("attention")
+    return read_notebook(course.release(assignment, assignment.notebook))
+
+
+def _as_json(nb):
+    return json.dumps(nb).encode()
+
+
+def test_a_hand_in_carries_the_release_s_nbgrader_metadata_never_its_own(release):
+    check = next(i for i, c in enumerate(release["cells"]) if c["metadata"].get("nbgrader", {}).get("grade"))
+    nb = copy.deepcopy(release)
+    nb["cells"][check]["metadata"]["nbgrader"]["points"] = 100          # claims more points
+    duplicate = copy.deepcopy(nb["cells"][check])                        # and a second cell of that id
+    invented = copy.deepcopy(nb["cells"][check])
+    invented["metadata"]["nbgrader"]["grade_id"] = "check_bonus"         # and a test cell of its own
+    nb["cells"] += [duplicate, invented]
+    raw, why = staging.as_released(_as_json(nb), release)
+    assert why is None
+    cells = json.loads(raw)["cells"]
+    assert cells[check]["metadata"]["nbgrader"] == release["cells"][check]["metadata"]["nbgrader"]
+    assert "nbgrader" not in cells[-2]["metadata"] and "nbgrader" not in cells[-1]["metadata"]
+    assert [c["source"] for c in cells] == [c["source"] for c in nb["cells"]]
+
+
+def test_a_cell_whose_type_changed_loses_its_grade_id(release):
+    nb = copy.deepcopy(release)
+    solution = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("solution")
+                    and c["cell_type"] == "code")
+    solution["cell_type"] = "markdown"
+    raw, why = staging.as_released(_as_json(nb), release)
+    assert why is None
+    assert all(c["metadata"].get("nbgrader", {}).get("grade_id") != solution["metadata"]["nbgrader"]["grade_id"]
+               for c in json.loads(raw)["cells"])
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (b"not json", "not valid JSON"),
+    (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}', "not this assignment's notebook"),
+])
+def test_a_hand_in_grading_cannot_read_is_not_handed_to_nbgrader(release, raw, reason):
+    data, why = staging.as_released(raw, release)
+    assert data is None and reason in why
+
+
+def test_only_the_release_s_files_are_read_and_a_linked_notebook_is_not(course, tmp_path):
+    assignment = course.assignment("attention")
+    release_dir = course.release(assignment)
+    honest = tmp_path / "submitted" / "ann" / assignment.id
+    honest.mkdir(parents=True)
+    with open(course.release(assignment, assignment.notebook), "rb") as fh:
+        (honest / assignment.notebook).write_bytes(fh.read())
+    (honest / "notes.html").write_text("<script>alert(1)</script>")
+    files, problems, left_out = staging.read_handin(str(tmp_path / "submitted"), "ann", assignment.id, release_dir)
+    assert set(files) == {assignment.notebook} and problems == [] and left_out == ["notes.html"]
+    linked = tmp_path / "submitted" / "bob" / assignment.id
+    linked.mkdir(parents=True)
+    (linked / assignment.notebook).symlink_to(course.source(assignment, assignment.notebook))
+    files, problems, _ = staging.read_handin(str(tmp_path / "submitted"), "bob", assignment.id, release_dir)
+    with open(course.release(assignment, assignment.notebook), "rb") as fh:
+        assert files == {assignment.notebook: fh.read()}            # the released stub stands in
+    assert len(problems) == 1 and "link" in problems[0]

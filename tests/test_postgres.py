@@ -17,7 +17,8 @@ import tempfile
 
 import pytest
 
-from autograder import cli, nbgrader_bridge, pipeline, store
+from autograder import cli, pipeline, store
+from autograder.nbgrader import gradebook
 
 from test_batch import _small_cohort  # noqa: E402
 
@@ -89,10 +90,10 @@ def test_grading_and_every_export_give_the_same_numbers_as_sqlite(course, course
     student, assignment = made[0]
     cell = next(iter(course.assignment(assignment).written))
     for which, folder in ((course, lite), (pg_course, pg)):
-        nbgrader_bridge.set_manual_grade(which, str(folder), student, assignment, cell, 1)
+        gradebook.set_manual_grade(which, str(folder), student, assignment, cell, 1)
         assert cli.main(["--config", which.path, "export", str(folder)]) == 0
 
-    assert nbgrader_bridge.gradebook_scores(pg_course, str(pg)) == nbgrader_bridge.gradebook_scores(course, str(lite))
+    assert gradebook.scores(pg_course, str(pg)) == gradebook.scores(course, str(lite))
     for name in ("grades.csv", "totals.csv"):
         assert _rows(pg / name) == _rows(lite / name), name
     assert _rows(pg / "parts.csv") == _rows(lite / "parts.csv")

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 
-from autograder import grading, release, store, suites, versions
+from autograder import grading, selfcheck_kit, store, suites, versions
 from autograder.results import Check, Submission
 from selfcheck.program import program
 
@@ -139,7 +139,7 @@ def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
 # --- the self-check kit --------------------------------------------------------------------------------
 
 def test_each_assignment_ships_the_selfcheck_modules_it_uses(course):
-    kits = {a.id: release.kit_modules(course, a) for a in course.assignments}
+    kits = {a.id: selfcheck_kit.kit_modules(course, a) for a in course.assignments}
     runner = {"__init__.py", "plugin.py", "child.py", "student.py", "program.py", "wire.py", "checks.py"}
     assert all(runner <= set(kit) for kit in kits.values())
     assert "probes/projection_removal.py" in kits["weighted_attention"]
@@ -151,7 +151,7 @@ def test_each_assignment_ships_the_selfcheck_modules_it_uses(course):
 def test_the_selfcheck_kit_reads_imports_and_probes_from_code():
     code = ("from selfcheck import scale_experiment as scale\nfrom selfcheck.checks import that\n"
             "import selfcheck.chapter\n%matplotlib inline\nstudent.probe('common', 'call', 1)\n")
-    assert release._selfcheck_uses(code) == {"scale_experiment", "checks", "chapter", "probes.common"}
+    assert selfcheck_kit._selfcheck_uses(code) == {"scale_experiment", "checks", "chapter", "probes.common"}
 
 
 def test_the_release_tells_the_kit_the_limits_and_each_part_s_names(course):

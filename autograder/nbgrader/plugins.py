@@ -1,6 +1,7 @@
 """nbgrader's collect and CSV export, made safe for hand-ins written by strangers.
 
-Both are configured for the course (``nbgrader_bridge.settings``), so plain
+nbgrader takes both by name from its configuration (``ExchangeFactory.collect``,
+``ExportApp.plugin_class``; :mod:`autograder.nbgrader.settings`), so plain
 ``nbgrader collect`` and ``nbgrader export`` in the course folder use them.
 
 * :class:`SafeCollect` copies what students put in the exchange's inbound
@@ -18,34 +19,22 @@ Both are configured for the course (``nbgrader_bridge.settings``), so plain
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
   csv module, every text field spreadsheet-safe (a student id starting with
   ``=`` cannot become a formula; a comma in a name cannot shift a column).
-* :class:`SanitizeMarkdown` cleans the students' markdown when a submission is
-  autograded (what formgrader shows) and before a feedback page is made:
-  nbgrader's formgrade and feedback templates render markdown without
-  nbconvert's ``sanitize_html``, so a ``<script>`` in a written answer would
-  run in the grader's browser, logged in to a Jupyter server.
 """
 
 import contextlib
 import glob
+import logging
 import os
-import re
+import pwd
 import shutil
 import stat
 
-import bleach
-from nbconvert.filters.markdown_mistune import markdown2html_mistune
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins import CsvExportPlugin
-from nbgrader.preprocessors.base import NbGraderPreprocessor
 from nbgrader.utils import check_mode, parse_utc
 
 from autograder import handin, submission_time
-
-try:
-    import pwd
-except ImportError:  # pragma: no cover - not on Windows
-    pwd = None
 
 
 class SafeCollect(ExchangeCollect):
@@ -53,7 +42,7 @@ class SafeCollect(ExchangeCollect):
     that cannot be collected is left out with a warning naming it, links are never followed,
     a hand-in under another's name is refused, and each hand-in's time is the exchange's."""
 
-    def _record(self, path):
+    def _record(self, path: str) -> dict:
         """nbgrader's record of a hand-in (``username``, ``filename``, ``timestamp``), with the
         time the exchange saw it (:func:`autograder.submission_time.seen`) rather than the one
         its student wrote; ValueError saying why it cannot be collected."""
@@ -77,7 +66,7 @@ class SafeCollect(ExchangeCollect):
             raise ValueError(why)
         return {"username": username, "filename": name, "timestamp": submission_time.seen(path)}
 
-    def init_src(self):
+    def init_src(self) -> None:
         """nbgrader's init_src (0.9.6) on :meth:`_record`'s records: each student's latest
         hand-in, or their latest before the due date with ``--before-duedate``, by the
         exchange's times. nbgrader's stops at the first name it cannot parse, so any account
@@ -97,7 +86,7 @@ class SafeCollect(ExchangeCollect):
                 self.duedate = None
         pattern = os.path.join(glob.escape(self.inbound_path), f"{self.coursedir.student_id or '*'}+"
                                                              f"{glob.escape(self.coursedir.assignment_id)}+*")
-        accepted = {}
+        accepted: dict[str, list[dict]] = {}
         for path in sorted(glob.glob(pattern)):
             try:
                 record = self._record(path)
@@ -112,7 +101,7 @@ class SafeCollect(ExchangeCollect):
                 records = [r for r in records if r["timestamp"] <= self.duedate] or records
             self.src_records.append(records[0])
 
-    def copy_files(self):
+    def copy_files(self) -> None:
         """nbgrader's copy_files (0.9.6), deciding by the exchange's times, and recording the
         time in the collected submission's ``timestamp.txt``, where autograde reads it: the
         hand-in's latest ctime once it is copied, so a change made while it was copied counts."""
@@ -148,7 +137,7 @@ class SafeCollect(ExchangeCollect):
                 continue
             submission_time.write(dest, when)
 
-    def do_copy(self, src, dest, log=None):
+    def do_copy(self, src: str, dest: str, log: logging.Logger | None = None) -> None:
         """Copy a hand-in through autograder/handin.py: file descriptors opened without following
         links, so a link swapped in while the copy runs is refused too; only regular files and
         folders come, only those the release declares (the notebook, its support files), within
@@ -174,8 +163,8 @@ class SafeCollect(ExchangeCollect):
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.dirname(dest))        # the student's folder, when nothing else is in it
 
-    def _refusal_of(self, uid, username):
-        if self.check_owner and pwd is not None and uid != os.geteuid():
+    def _refusal_of(self, uid: int, username: str) -> str | None:
+        if self.check_owner and uid != os.geteuid():
             try:
                 owner = pwd.getpwuid(uid).pw_name
             except KeyError:
@@ -191,7 +180,7 @@ class SafeCsvExport(CsvExportPlugin):
     COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
                "email", "raw_score", "late_submission_penalty", "score", "max_score"]
 
-    def export(self, gradebook):
+    def export(self, gradebook: Gradebook) -> None:
         from autograder.reporting.exports import write_csv
         wanted_a = {str(a) for a in self.assignment}
         wanted_s = {str(s) for s in self.student}
@@ -218,25 +207,3 @@ class SafeCsvExport(CsvExportPlugin):
                                score=max(0.0, submission.score - penalty))
                 rows.append({k: (v if isinstance(v, (int, float)) else str(v)) for k, v in row.items()})
         write_csv(self.to or "grades.csv", self.COLUMNS, rows)
-
-
-_TAGS = {"a", "abbr", "b", "blockquote", "br", "code", "del", "div", "em", "h1", "h2", "h3", "h4", "h5",
-         "h6", "hr", "i", "img", "li", "ol", "p", "pre", "span", "strong", "sub", "sup", "table", "tbody",
-         "td", "th", "thead", "tr", "ul"}
-_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title"], "td": ["align"], "th": ["align"]}
-_PROTOCOLS = ["http", "https", "mailto", "attachment"]
-
-
-class SanitizeMarkdown(NbGraderPreprocessor):
-    """Every markdown cell rendered to HTML and reduced to the tags and links a written answer
-    needs: scripts, event handlers, styles and javascript: links go; text, formatting,
-    tables, images and math stay."""
-
-    def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "markdown":
-            html = bleach.clean(markdown2html_mistune(cell.source), tags=_TAGS, attributes=_ATTRIBUTES,
-                                protocols=_PROTOCOLS, strip=True)
-            # nbgrader renders the cell as markdown once more: one HTML block without blank lines
-            # is passed through untouched, so no markdown link can appear in it now
-            cell.source = "<div>\n" + re.sub(r"\n\s*\n", "\n", html.strip()) + "\n</div>"
-        return cell, resources

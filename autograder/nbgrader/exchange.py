@@ -26,7 +26,8 @@ import contextlib
 import os
 import stat
 
-from autograder.nbgrader_bridge import exchange_root
+from autograder.config import Course
+from autograder.nbgrader.settings import settings
 from autograder.private import account
 
 # (path below the root, mode, why that mode)
@@ -39,30 +40,35 @@ LEVELS = (
 )
 
 
-def levels(course, out=None):
+def root(course: Course, out: str | None = None) -> str:
+    """Where nbgrader's exchange is: course.yaml's ``exchange_root``, else ``exchange/`` in the course folder."""
+    return settings(course, out).Exchange.root
+
+
+def levels(course: Course, out: str | None = None) -> list[tuple[str, int, str]]:
     """(path, mode, why) of each level of the course's exchange, the root first."""
-    root = exchange_root(course, out)
-    return [(os.path.join(root, below.format(course=course.course_id)) if below else root, mode, why)
+    top = root(course, out)
+    return [(os.path.join(top, below.format(course=course.course_id)) if below else top, mode, why)
             for below, mode, why in LEVELS]
 
 
-def _owners(path, root):
+def _owners(path: str, top: str) -> set[int]:
     """The accounts that may own ``path``: the instructor, and root for the exchange's root."""
-    return {os.geteuid(), 0} if path == root else {os.geteuid()}
+    return {os.geteuid(), 0} if path == top else {os.geteuid()}
 
 
-def setup(course, out=None):
+def setup(course: Course, out: str | None = None) -> dict[str, int]:
     """Create the exchange's levels (where missing) and give each its mode; returns {path: mode}
     of the levels set. A level that is a link, not a folder, or owned by another account is
     left as it is (:func:`problems` names it): setting its mode would make another's folder
     look like the course's."""
     made = {}
-    root = exchange_root(course, out)
+    top = root(course, out)
     for path, mode, _ in levels(course, out):
         with contextlib.suppress(FileExistsError):
             os.makedirs(path)
         info = os.lstat(path)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid not in _owners(path, root):
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid not in _owners(path, top):
             break
         try:
             os.chmod(path, mode)
@@ -72,10 +78,10 @@ def setup(course, out=None):
     return made
 
 
-def problems(course, out=None):
+def problems(course: Course, out: str | None = None) -> list[str]:
     """What is wrong with the exchange's owners and modes, one line each (empty when nothing is)."""
-    root = exchange_root(course, out)
-    lines = _above(root)
+    top = root(course, out)
+    lines = _above(top)
     me = account(os.geteuid())
     fix = "`course exchange --setup` sets it"
     for path, mode, why in levels(course, out):
@@ -87,8 +93,8 @@ def problems(course, out=None):
             what = "a symbolic link" if stat.S_ISLNK(info.st_mode) else "not a folder"
             return lines + [f"{path}: {what}, owned by {account(info.st_uid)}: students would fetch and hand "
                             f"in wherever its owner chooses; remove it and run `course exchange --setup`"]
-        if info.st_uid not in _owners(path, root):
-            owners = " or ".join(sorted({account(u) for u in _owners(path, root)}))
+        if info.st_uid not in _owners(path, top):
+            owners = " or ".join(sorted({account(u) for u in _owners(path, top)}))
             return lines + [f"{path}: owned by {account(info.st_uid)}, not by {owners}: that account may change "
                             f"what students fetch and hand in; remove it (it is not yours) and run "
                             f"`course exchange --setup`"]
@@ -100,11 +106,11 @@ def problems(course, out=None):
     return lines
 
 
-def _above(root):
+def _above(top: str) -> list[str]:
     """Problems with the folders above the root: another account that may change one may replace
     the exchange below it."""
     lines = []
-    path = os.path.dirname(os.path.realpath(root))
+    path = os.path.dirname(os.path.realpath(top))
     while True:
         with contextlib.suppress(FileNotFoundError):
             info = os.stat(path)

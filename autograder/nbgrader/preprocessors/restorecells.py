@@ -11,20 +11,21 @@ none; everything else is nbgrader's own OverwriteCells (sources, metadata and
 points of grade cells overwritten from the gradebook).
 """
 
+from nbformat import NotebookNode
 from nbgrader.preprocessors import OverwriteCells
 
 
 class RestoreCells(OverwriteCells):
     """OverwriteCells whose re-added grade cells never fail on their neighbours."""
 
-    def add_missing_grade_cells(self, nb, resources):
+    def add_missing_grade_cells(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         source_nb = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
         order = [cell.name for cell in source_nb.source_cells]
         sources = {cell.name: cell for cell in source_nb.source_cells}
         solutions = {cell.name for cell in source_nb.solution_cells}
 
-        def present():
-            ids = {}
+        def present() -> dict[str, int]:
+            ids: dict[str, int] = {}
             for i, cell in enumerate(nb.cells):
                 grade_id = (cell.get("metadata", {}).get("nbgrader") or {}).get("grade_id")
                 if grade_id:

@@ -1,0 +1,30 @@
+"""The course's extensions of nbgrader, laid out as nbgrader lays out its own package.
+
+nbgrader does the releasing, the exchange, the gradebook and formgrader; every one of its
+commands in a course folder runs with these in its configuration, so plain nbgrader,
+formgrader and ``course`` give the same scores from the same reads of a hand-in.
+
+==================  ===========================================================================
+``settings``        the course's nbgrader configuration, applied by every ``nbgrader_config.py``
+``preprocessors``   ApplyResults (the course grader's verdicts, never a kernel), RestoreCells,
+                    SanitizeMarkdown, AddSelfCheckKit, and Refuse for a course.yaml that is broken
+``converters``      nbgrader's autograde and generate_feedback, reading hand-ins as ``staging``
+                    hands them over
+``staging``         a hand-in as nbgrader may read it, through the reader (autograder/handin.py)
+``plugins``         collect and the CSV export, safe with hand-ins written by strangers
+``apps``            nbgrader's converters and export run from ``course``, quietly
+``gradebook``       the gradebook read back (hand grades, overrides), a hand grade written
+``exchange``        where the exchange is, the owner and mode of each level: set up and checked
+==================  ===========================================================================
+
+``import nbgrader`` in these modules is nbgrader itself: imports are absolute, and
+``autograder/`` is never a folder on ``sys.path`` (the repository's root is).
+"""
+
+import os
+import sys
+
+# nbgrader runs `alembic` from PATH to open a new gradebook: make it this interpreter's.
+_BIN = os.path.dirname(sys.executable)
+if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")

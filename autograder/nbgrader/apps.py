@@ -1,0 +1,111 @@
+"""nbgrader's converters and export, run from ``course`` as nbgrader's apps run them, quietly.
+
+nbgrader logs every step; its log is kept and shown only when a step fails, and a failure is an
+:class:`~autograder.errors.NbgraderError` naming the command and its first specific error.
+"""
+
+import contextlib
+import io
+import logging
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Iterator
+
+from nbgrader.api import Gradebook
+from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - loads the plugin machinery
+from nbgrader.converters import BaseConverter, GenerateAssignment
+from nbgrader.coursedir import CourseDirectory
+from traitlets.config import Config
+
+from autograder.config import Assignment, Course
+from autograder.errors import NbgraderError
+from autograder.nbgrader.converters import SafeAutograde, SafeFeedback
+from autograder.nbgrader.plugins import SafeCsvExport
+from autograder.nbgrader.settings import settings
+
+_GENERIC_ERROR = re.compile(r"There was an error processing|Please see the|Traceback")
+
+
+@contextlib.contextmanager
+def _quiet(name: str) -> Iterator[io.StringIO]:
+    """nbgrader logs every step; keep its log, show it only when it fails."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+    log = logging.getLogger(name)
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield stream
+    finally:
+        log.removeHandler(handler)
+
+
+def _run(converter_cls: type[BaseConverter], cfg: Config, assignment_id: str, student_id: str = "*",
+         **attrs: object) -> None:
+    """Run one nbgrader converter quietly; raises NbgraderError with its first line when it fails."""
+    coursedir = CourseDirectory(config=cfg)
+    coursedir.assignment_id = assignment_id
+    coursedir.student_id = student_id
+    app = converter_cls(coursedir=coursedir, config=cfg)
+    for key, value in attrs.items():
+        setattr(app, key, value)
+    with _quiet(app.log.name) as stream, warnings.catch_warnings():
+        # nbgrader's autograde adds objects in an order SQLAlchemy warns about; scores are unaffected
+        warnings.filterwarnings("ignore", message=".*not in session.*")
+        app.log = logging.getLogger(app.log.name)
+        try:
+            app.start()
+        except Exception as exc:  # nbgrader raises after finishing the others
+            ours = next(c for c in converter_cls.__mro__ if c.__module__.startswith("nbgrader."))
+            command = re.sub(r"(?<!^)(?=[A-Z])", "_", ours.__name__).lower()
+            log = stream.getvalue()
+            # nbgrader's exception only points at "the above traceback": its log's first specific
+            # error is the cause (e.g. no cells may be added once there are submissions)
+            cause = next((line[len("ERROR "):] for line in log.splitlines()
+                          if line.startswith("ERROR ") and not _GENERIC_ERROR.search(line)),
+                         (str(exc).splitlines() or [""])[0])
+            raise NbgraderError(f"nbgrader {command} {assignment_id} failed: {cause}", log[-3000:]) from exc
+
+
+def generate(course: Course, assignment: Assignment, release_dir: str | None = None, out: str | None = None,
+             source_dir: str | None = None) -> None:
+    """nbgrader generate_assignment: the release, and the assignment in the gradebook."""
+    cfg = settings(course, out)
+    if release_dir:
+        cfg.CourseDirectory.release_directory = release_dir
+    if source_dir:
+        cfg.CourseDirectory.source_directory = source_dir
+    _run(GenerateAssignment, cfg, assignment.id, force=True)
+
+
+def register(course: Course, assignment: Assignment, out: str) -> None:
+    """Put the assignment's notebooks and grade cells in ``out``'s gradebook."""
+    with tempfile.TemporaryDirectory() as scratch:
+        generate(course, assignment, release_dir=scratch, out=out)
+
+
+def autograde(course: Course, assignment: Assignment, out: str, student_id: str = "*") -> None:
+    """nbgrader autograde of results `course grade` has just written (none is graded again)."""
+    cfg = settings(course, out)
+    cfg.ApplyResults.course_yaml = ""
+    _run(SafeAutograde, cfg, assignment.id, student_id, force=True, create_student=True)
+
+
+def generate_feedback(course: Course, assignment: Assignment, out: str, student_id: str = "*") -> None:
+    """nbgrader generate_feedback: feedback/<student>/<assignment>/<notebook>.html, from the
+    autograded notebooks (whose test cells hold the suites' summaries, never hidden source)."""
+    _run(SafeFeedback, settings(course, out), assignment.id, student_id, force=True)
+
+
+def export(course: Course, out: str) -> str:
+    """nbgrader export: grades.csv, the very file ``nbgrader export`` writes in the course folder."""
+    cfg = settings(course, out)
+    path = os.path.join(out, "grades.csv")
+    plugin = SafeCsvExport(config=cfg)
+    plugin.to = path
+    with Gradebook(cfg.CourseDirectory.db_url, course.course_id) as gb:
+        plugin.export(gb)
+    return path

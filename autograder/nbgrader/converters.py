@@ -1,0 +1,122 @@
+"""nbgrader's autograde and generate_feedback, reading hand-ins only as they are staged.
+
+Each converter reads a private copy of the hand-ins made through the reader
+(:func:`autograder.nbgrader.staging.read_handin`), never their folders:
+
+* At autograde, a notebook that is refused or that the course cannot read is staged as the
+  released stub, so nbgrader records the course grader's verdicts (ApplyResults grades the real
+  path, through the same reader: a score of 0 and the reason) without reading it.
+* At generate_feedback, such a notebook is left out, with a warning naming it.
+* Either way a folder that cannot be a student's (a link, an unusable name) is left out with a
+  warning, and so is every other file of a hand-in.
+
+nbgrader names its converters in its commands and in formgrader's API rather than taking them
+from its configuration, so :func:`install` (run by every course folder's ``nbgrader_config.py``)
+puts these in their place.
+"""
+
+import fnmatch
+import os
+import re
+import tempfile
+
+from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
+
+from autograder import handin
+from autograder.nbgrader import staging
+
+
+class _Staged(BaseConverter):
+    """A converter that reads its input (nbgrader's hand-ins) from a copy made by :func:`staging.read_handin`."""
+
+    _staged = None
+    _stub = True
+
+    def _input_folder(self) -> str:
+        return self.coursedir.submitted_directory
+
+    def _reading_handins(self) -> bool:
+        return True
+
+    def start(self) -> None:
+        from autograder.grading import student_id_problem
+        base = os.path.join(self.coursedir.root, self._input_folder())
+        release = self.coursedir.format_path(self.coursedir.release_directory, ".", ".")
+        with tempfile.TemporaryDirectory(prefix="nbgrader-handins-") as staged:
+            if os.path.isdir(base):
+                with handin.folder(base) as fd:
+                    students = handin.entries(fd)
+                for student, kind in sorted(students.items()):
+                    if (student.startswith(".") or kind not in ("folder", "link")
+                            or not fnmatch.fnmatchcase(student, self.coursedir.student_id)):
+                        continue
+                    why = "a symbolic link" if kind == "link" else student_id_problem(student)
+                    if why:
+                        self.log.warning("Not reading %s/%s: %s", self._input_folder(), student, why)
+                        continue
+                    self._stage_student(base, student, release, staged)
+            self._staged = staged
+            try:
+                super().start()
+            finally:
+                self._staged = None
+
+    def _stage_student(self, base: str, student: str, release: str, staged: str) -> None:
+        shown = f"{self._input_folder()}/{student}"
+        try:
+            with handin.folder(base, student) as fd:
+                assignments = handin.entries(fd)
+        except handin.Refused as exc:
+            self.log.warning("Not reading %s: %s", shown, exc)
+            return
+        for assignment in sorted(assignments):
+            release_dir = os.path.join(release, assignment)
+            if not fnmatch.fnmatchcase(assignment, self.coursedir.assignment_id) or not os.path.isdir(release_dir):
+                continue
+            try:
+                files, problems, left_out = staging.read_handin(base, student, assignment, release_dir, self._stub)
+            except handin.Refused as exc:
+                self.log.warning("Not reading %s/%s: %s", shown, assignment, exc)
+                continue
+            for why in problems:
+                self.log.warning("%s; %s", why, "the released notebook stands in for it, with the "
+                                 "course grader's verdicts" if self._stub else "left out")
+            if left_out:
+                self.log.warning("Left out of %s/%s (not a regular file of the release): %s", shown,
+                                 assignment, ", ".join(left_out))
+            if any(name.endswith(".ipynb") for name in files):
+                staging.write(os.path.join(staged, student, assignment), files)
+
+    def _format_source(self, assignment_id: str, student_id: str, escape: bool = False) -> str:
+        if self._staged is None or not self._reading_handins():
+            return super()._format_source(assignment_id, student_id, escape=escape)
+        if escape:      # the ids may be regular expressions of nbgrader's: the folder is not
+            return re.escape(self._staged + os.sep) + student_id + re.escape(os.sep) + assignment_id
+        return os.path.join(self._staged, student_id, assignment_id)
+
+
+class SafeAutograde(_Staged, Autograde):
+    """nbgrader's autograde; its sanitising pass reads the staged hand-ins."""
+
+    def _reading_handins(self) -> bool:
+        return self._sanitizing
+
+
+class SafeFeedback(_Staged, GenerateFeedback):
+    """nbgrader's generate_feedback, from the autograded notebooks as read through the reader."""
+
+    _stub = False
+
+    def _input_folder(self) -> str:
+        return self.coursedir.autograded_directory
+
+
+def install() -> None:
+    """Make nbgrader's commands and formgrader's API use these converters."""
+    import nbgrader.apps.api
+    import nbgrader.apps.autogradeapp
+    import nbgrader.apps.generatefeedbackapp
+    for module in (nbgrader.apps.api, nbgrader.apps.autogradeapp):
+        module.Autograde = SafeAutograde
+    for module in (nbgrader.apps.api, nbgrader.apps.generatefeedbackapp):
+        module.GenerateFeedback = SafeFeedback

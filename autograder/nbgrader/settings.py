@@ -1,0 +1,127 @@
+"""How nbgrader is configured for this course, in every folder nbgrader runs in.
+
+One function, :func:`settings`, says it: ``solutions/`` is nbgrader's source directory and
+``assignments/`` its release directory. ``nbgrader_config.py`` at the course root and the one
+written into every grading folder (:func:`write_course_folder`) both call :func:`configure`,
+so the CLI, formgrader and ``course grade`` agree. In every one of them nbgrader's autograde
+never runs the student's notebook in a kernel (where a student could patch the checks): its
+kernel run is replaced by ApplyResults (:mod:`autograder.nbgrader.preprocessors`), which writes
+the course grader's verdicts into the test cells (grading the submission first when it has no
+current result), and nbgrader's SaveAutoGrades puts them in the gradebook. So ``course grade``,
+``nbgrader autograde`` and formgrader's Autograde button give the same scores.
+
+The classes nbgrader is given by name are this package's: their dotted names are built from
+:data:`PACKAGE`, so they follow the package wherever it is.
+"""
+
+import os
+import sys
+
+from traitlets.config import Config
+
+from autograder import config, private
+from autograder.config import Course
+from autograder.errors import CourseError
+
+PACKAGE = __name__.rpartition(".")[0]
+CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("not written yet")'
+
+
+def _ours(module: str, name: str) -> str:
+    """The dotted name nbgrader's configuration gives a class of this package."""
+    return f"{PACKAGE}.{module}.{name}"
+
+
+def settings(course: Course, out: str | None = None) -> Config:
+    """nbgrader's configuration for this course, with working state in ``out``."""
+    out = os.path.abspath(out or course.root)
+    c = Config()
+    c.CourseDirectory.root = out
+    c.CourseDirectory.course_id = course.course_id
+    c.CourseDirectory.source_directory = os.path.join(course.root, "solutions")
+    c.CourseDirectory.release_directory = os.path.join(course.root, "assignments")
+    c.CourseDirectory.db_url = course.db_url or f"sqlite:///{os.path.join(out, 'gradebook.db')}?timeout=60"
+    c.ClearSolutions.code_stub = {"python": CODE_STUB}
+    c.OverwriteCells.add_missing_cells = True
+    c.Execute.timeout = int(max(course.limits.time_per_test, 1))
+    c.Exchange.root = course.exchange_root or os.path.join(out, "exchange")
+    # hand-ins are strangers' files: collect never follows a link nor takes another's name,
+    # the CSV export cannot hold a formula, feedback pages never carry a student's script
+    c.ExchangeFactory.collect = _ours("plugins", "SafeCollect")
+    c.ExportApp.plugin_class = _ours("plugins", "SafeCsvExport")
+    c.HTMLExporter.sanitize_html = True
+    # nbgrader's sanitising, with deleted test cells restored (RestoreCells) and the students'
+    # markdown made safe for formgrader, which renders it unsanitised
+    c.Autograde.sanitize_preprocessors = [
+        "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
+        "nbgrader.preprocessors.OverwriteKernelspec", _ours("preprocessors", "RestoreCells"),
+        "nbgrader.preprocessors.CheckCellMetadata", _ours("preprocessors", "SanitizeMarkdown")]
+    c.RestoreCells.add_missing_cells = True
+    c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
+                                        "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+                                        _ours("preprocessors", "SanitizeMarkdown")]
+    # no kernel: the course grader's verdicts, graded here when a submission has none yet
+    c.Autograde.autograde_preprocessors = [
+        _ours("preprocessors", "ApplyResults"),
+        "nbgrader.preprocessors.SaveAutoGrades",
+        "nbgrader.preprocessors.AssignLatePenalties",
+        "nbgrader.preprocessors.CheckCellMetadata",
+    ]
+    c.ApplyResults.results_dir = os.path.join(out, "results")
+    c.ApplyResults.course_yaml = os.path.abspath(course.path)
+    return c
+
+
+def configure(c: Config, out: str | None = None, course_yaml: str | None = None) -> None:
+    """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``.
+
+    nbgrader's own generate_assignment (the command, formgrader's Generate button) also adds
+    the self-check kit there, so its release is the one `course release` makes. Whatever the
+    command writes there (collect's ``submitted/``, autograde's ``autograded/`` and gradebook,
+    generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``.
+    """
+    from nbgrader.converters import GenerateAssignment      # nbgrader loads in seconds: only where it runs
+    from autograder.nbgrader import converters
+    converters.install()
+    try:
+        course = config.load(course_yaml)
+    except config.ConfigError as exc:
+        _refuse(c, str(exc))
+        return
+    try:
+        private.make(out or course.root)
+    except CourseError as exc:      # another's folder: nbgrader's own permissions decide
+        print(f"warning: {exc}", file=sys.stderr)
+    c.merge(settings(course, out))
+    c.GenerateAssignment.preprocessors = (list(GenerateAssignment.class_traits()["preprocessors"].default())
+                                          + [_ours("preprocessors", "AddSelfCheckKit")])
+    c.AddSelfCheckKit.course_yaml = os.path.abspath(course.path)
+
+
+def _refuse(c: Config, problem: str) -> None:
+    """A course.yaml that does not load stops every nbgrader step with its one line.
+
+    nbgrader reports an error raised in a config file and goes on with its defaults: it
+    would run students' notebooks in a kernel, unsandboxed, and score the check cells.
+    Every converter's only preprocessor refuses instead."""
+    print(f"error: {problem}", file=sys.stderr)
+    refuse = [_ours("preprocessors", "Refuse")]
+    c.Autograde.sanitize_preprocessors = refuse
+    c.Autograde.autograde_preprocessors = refuse
+    c.GenerateAssignment.preprocessors = refuse
+    c.GenerateFeedback.preprocessors = refuse
+    c.Refuse.problem = problem
+
+
+def write_course_folder(course: Course, out: str) -> None:
+    """Make ``out`` an nbgrader course folder (formgrader, ``nbgrader export``) for this course,
+    private to its instructor (:mod:`autograder.private`)."""
+    private.make(out)
+    if os.path.abspath(out) == os.path.abspath(course.root):
+        return
+    with open(os.path.join(out, "nbgrader_config.py"), "w") as fh:
+        fh.write("# Written by `course grade`: this folder holds one batch's working state.\n"
+                 "import os\n"
+                 f"from {__name__} import configure\n\n"
+                 "configure(get_config(), out=os.path.dirname(os.path.abspath(__file__)),  # noqa: F821\n"
+                 f"          course_yaml={os.path.abspath(course.path)!r})\n")

@@ -1,0 +1,133 @@
+"""A hand-in as nbgrader may read it: copied through the reader (autograder/handin.py).
+
+nbgrader reads a submission by its path: it globs ``submitted/*/<assignment>/*.ipynb``, copies
+every other file of the folder into ``autograded/`` (and from there into ``feedback/``, which
+formgrader serves on the Jupyter origin) and opens the notebook, following links all the way
+and opening FIFOs and devices. So a ``submitted/<s>/<a>`` linked to ``solutions/<a>`` was
+graded as the solution and its text shown in the feedback page. Every path that hands a
+hand-in to nbgrader (its converters, :mod:`autograder.nbgrader.converters`; ``course grade``,
+:func:`stage`) hands it a copy made by :func:`read_handin` instead: the notebook (with the
+release's nbgrader metadata, :func:`as_released`), the timestamp and the submission's secret,
+read through the reader, and nothing else (a hand-in carries only what the release declares,
+and nbgrader copies the release's support files into ``autograded/`` itself).
+"""
+
+import copy
+import json
+import os
+import shutil
+
+from autograder import handin, submission_time
+from autograder.config import Assignment, Course
+from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook
+
+
+def as_released(raw: bytes, release: dict) -> tuple[bytes | None, str | None]:
+    """The notebook ``raw`` as nbgrader may read it, and why it cannot be this release's hand-in
+    (None when it can), as grading decides.
+
+    Its cells carry the release's nbgrader metadata (grade id, flags, points), never their own:
+    the first cell with a grade id of the release keeps its place and the student's source,
+    and a later cell with the same id, a cell whose id the release does not have or whose type
+    changed is a plain cell (grading, too, takes the first and ignores the others). So nbgrader's
+    gradebook holds the release's points and the course grader's verdicts for every hand-in."""
+    from autograder.grading import which_notebook
+    try:
+        nb = parse_notebook(raw)
+    except NotebookError as exc:
+        return None, str(exc)
+    problem = which_notebook(nb, release)
+    if problem:
+        return None, problem
+    released = {grade_id(c): c for c in release["cells"] if grade_id(c)}
+    seen = set()
+    for cell in nb["cells"]:
+        gid = grade_id(cell)
+        cell.get("metadata", {}).pop("nbgrader", None)
+        if gid in released and gid not in seen and cell["cell_type"] == released[gid]["cell_type"]:
+            cell.setdefault("metadata", {})["nbgrader"] = copy.deepcopy(released[gid]["metadata"]["nbgrader"])
+            seen.add(gid)
+    return json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-8"), None
+
+
+def read_handin(base: str, student: str, assignment: str, release_dir: str,
+                stub: bool = True) -> tuple[dict[str, bytes], list[str], list[str]]:
+    """The hand-in ``base/<student>/<assignment>`` as nbgrader may read it: the release's
+    notebooks, the timestamp and the submission's secret, read through the reader, and nothing else.
+
+    Returns ``(files, problems, left_out)``: ``{name: bytes}``, why each notebook refused or
+    unreadable was not read (staged as the released one with ``stub``, else left out),
+    and the paths of the hand-in's files the release does not declare (the release's own support
+    files nbgrader copies from the course). Raises handin.Refused for the folder."""
+    notebooks = sorted(n for n in os.listdir(release_dir) if n.endswith(".ipynb"))
+    shown = f"{os.path.basename(base)}/{student}/{assignment}"
+    files, problems, left_out = {}, [], []
+    with handin.folder(base, student, assignment) as fd:
+        found = handin.entries(fd)
+        for name in notebooks:
+            if name not in found:
+                continue
+            released = os.path.join(release_dir, name)
+            try:
+                data, why = as_released(handin.read_at(fd, name, MAX_NOTEBOOK_BYTES, f"{shown}/{name}"),
+                                        read_notebook(released))
+            except handin.Refused as exc:
+                data, why = None, str(exc)
+            else:
+                why = why and f"{shown}/{name}: {why}"
+            if data is not None:
+                files[name] = data
+                continue
+            problems.append(str(why))
+            if stub:
+                with open(released, "rb") as fh:
+                    files[name] = fh.read()
+        if submission_time.NAME in found:      # only a time nbgrader reads, so every export has the same one
+            try:
+                raw = handin.read_at(fd, submission_time.NAME, submission_time.MAX_BYTES)
+                stamp = submission_time.normalised(raw)
+                if stamp is None:
+                    raise handin.Refused("not a time")
+                files[submission_time.NAME] = stamp
+            except handin.Refused as exc:
+                left_out.append(f"{submission_time.NAME} ({exc})")
+        if handin.SECRET in found:         # names the hand-in's feedback folder at release_feedback
+            try:
+                secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE)
+                if len(secret) > handin.MAX_EXCHANGE_FILE:
+                    raise handin.Refused("too large")
+                files[handin.SECRET] = secret
+            except handin.Refused as exc:
+                left_out.append(f"{handin.SECRET} ({exc})")
+        left_out += [p for p in handin.left_out(fd, handin.declared(release_dir)) if p not in notebooks]
+    return files, problems, left_out
+
+
+def write(dest: str, files: dict[str, bytes]) -> None:
+    """Lay out a hand-in as :func:`read_handin` read it."""
+    os.makedirs(dest)
+    for name, data in files.items():
+        with open(os.path.join(dest, name), "wb") as fh:
+            fh.write(data)
+
+
+def stage(course: Course, submitted: str, out: str, student: str, assignment: Assignment) -> list[str]:
+    """Put one submission where nbgrader reads it (``out/submitted``), as :func:`read_handin` reads
+    it: its notebook, or the released one when it cannot be read (its verdicts say why), and its
+    timestamp. In place (``submitted`` is ``out/submitted``) nbgrader's autograde reads it so
+    itself. Returns the names of the files left out."""
+    src = os.path.join(submitted, student, assignment.id)
+    dest = os.path.join(out, "submitted", student, assignment.id)
+    try:
+        files, _, left_out = read_handin(os.path.abspath(submitted), student, assignment.id,
+                                         course.release(assignment))
+    except handin.Refused:
+        files, left_out = {}, []
+    if os.path.abspath(src) != os.path.abspath(dest):
+        if os.path.exists(dest):
+            shutil.rmtree(dest)
+        if assignment.notebook not in files:
+            with open(course.release(assignment, assignment.notebook), "rb") as fh:
+                files[assignment.notebook] = fh.read()
+        write(dest, files)
+    return left_out
