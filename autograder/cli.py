@@ -226,7 +226,7 @@ def cmd_cluster(course, args):
     where = {"ca": "the scheduler's host, every worker node and here", "scheduler": "the scheduler's host",
              "worker": "every worker node", "client": "here, for course grade (course.yaml's cluster_tls)"}
     for role, paths in made.items():
-        names = ", ".join(os.path.basename(p) for p in ([paths] if role == "ca" else paths))
+        names = ", ".join(os.path.basename(p) for p in ([paths] if isinstance(paths, str) else paths))
         print(f"  {names:<34} {where[role]}")
     print(f"in course.yaml:\ncluster_tls:\n  ca: {made['ca']}\n  cert: {made['client'][0]}\n"
           f"  key: {made['client'][1]}")

@@ -19,6 +19,7 @@ def catalogue(course, part_id):
     if not os.path.exists(path):
         return {}, {}
     spec = importlib.util.spec_from_file_location(f"mutants_{part_id}", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.MISTAKES, module.CORRECT

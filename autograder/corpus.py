@@ -35,7 +35,7 @@ def candidates(course):
     for base in (here, Path(course.root)):
         places += [base / "data" / NAME, base / ".." / "shared" / "data" / NAME]
     places.append(CACHE.expanduser())
-    unique = []
+    unique: list[Path] = []
     for place in places:        # ".." spelled out, and the first of two names for one file kept
         place = Path(os.path.normpath(place))
         if place.resolve() not in {q.resolve() for q in unique}:

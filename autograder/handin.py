@@ -91,7 +91,8 @@ def read(base, names, limit):
 def read_path(path, limit):
     """A hand-in's file by its path, ``<folder>/<student>/<assignment>/<file>``: the folder is
     trusted, the three components below it are read as :func:`read` reads them."""
-    path, names = os.path.abspath(path), []
+    path = os.path.abspath(path)
+    names: list[str] = []
     for _ in range(3):
         path, name = os.path.split(path)
         if name:

@@ -35,7 +35,7 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
         config.check_cluster_address("--cluster", cluster)
     release.require_released_points(course)
     out = os.path.abspath(out)
-    refused = []
+    refused: list[tuple[str, str]] = []
     submissions = grading.find_submissions(course, submitted, refused)                  # 1
     _require_corpus(course, submissions)
     settings.write_course_folder(course, out)

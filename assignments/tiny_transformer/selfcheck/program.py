@@ -149,7 +149,7 @@ def definitions_only(code):
     for node in tree.body:
         if isinstance(node, keep):
             decorators = [f"@{ast.get_source_segment(code, d)}\n" for d in getattr(node, "decorator_list", [])]
-            kept.append("".join(decorators) + ast.get_source_segment(code, node))
+            kept.append("".join(decorators) + (ast.get_source_segment(code, node) or ""))
     return "\n".join(kept)
 
 
@@ -221,8 +221,8 @@ def program(student, release=None, own=None, stand_ins=()):
         return prog
 
     known = {grade_id(c) for c in release["cells"] if grade_id(c)}
-    by_id = {}
-    added = {None: []}          # student-added cells, after the known cell they follow
+    by_id: dict[str, dict] = {}
+    added: dict[str | None, list[str]] = {None: []}   # student-added cells, after the known cell they follow
     last = None
     for cell in student["cells"]:
         gid = grade_id(cell)

@@ -16,7 +16,7 @@ import numpy as np
 
 PROJECTIONS = ("query", "key", "value", "out")
 
-_DATASETS = {}
+_DATASETS: dict = {}
 
 
 def _framework():
