@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-X, imported only when drawing
+_Axes = Any     # matplotlib's Axes, imported only when drawing
 
 
 def _pyplot():

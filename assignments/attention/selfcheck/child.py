@@ -196,7 +196,7 @@ def _call(ns, request):
         return {"ok": False, "kind": "error", "error": f"`{request['name']}` returned {exc}"}
 
 
-def main(answer_fd):
+def main(answer_fd: str) -> None:
     answers = os.fdopen(int(answer_fd), "w", buffering=1)
     channel = _Channel(sys.stdin, answers)
     channel.send({"op": "ready"})

@@ -57,7 +57,7 @@ def _run(tests, student):
             yield what, None
 
 
-def check(part, folder="."):
+def check(part: str, folder: str = ".") -> None:
     """Run one part's public checks on this notebook's current definitions and print them.
 
     Cells of the saved notebook that do not compile are reported first; a check
