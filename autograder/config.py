@@ -278,7 +278,7 @@ def load(path: str | None = None) -> Course:
     return Course(root=root, path=path, **values)
 
 
-def write_exchange_root(course, root):
+def write_exchange_root(course: Course, root: str) -> Course:
     """Set course.yaml's ``exchange_root`` (after ``course_id``), keeping its comments; returns the
     course it now describes. Every nbgrader command in the course's folders reads it from there."""
     with open(course.path) as fh:

@@ -171,10 +171,10 @@ def find_submissions(course: Course, submitted: str, refused: list[tuple[str, st
             refused.append((student, str(exc)))
             continue
         for assignment in course.assignments:
-            kind = assignments.get(assignment.id)
-            if kind == "link":
+            held = assignments.get(assignment.id)
+            if held == "link":
                 refused.append((f"{student}/{assignment.id}", "a symbolic link, not a folder"))
-            elif kind == "folder":
+            elif held == "folder":
                 found.append(Task(student, assignment.id, os.path.join(submitted, student, assignment.id,
                                                                      assignment.notebook)))
     if not found:
