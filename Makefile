@@ -9,6 +9,8 @@ STAMP  := $(VENV)/.installed
 # Chromium through Playwright (the system's browser: it downloads none) and run a JupyterHub
 EXTRAS := $(VENV)/.installed-extras
 HUB    := $(VENV)/.installed-hub
+# the type checker, for `make check` and `make test`
+TYPES  := $(VENV)/.installed-types
 
 .PHONY: demo test check release bench experiment clean sandbox postgres browser hub proxy
 
@@ -19,8 +21,12 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(EXTRAS): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub]'
-	@touch $(EXTRAS)
+	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub,types]'
+	@touch $(EXTRAS) $(TYPES)
+
+$(TYPES): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[types]'
+	@touch $(TYPES)
 
 # The course on a JupyterHub (deploy/jupyterhub_config.py): JupyterHub from PyPI, and its proxy,
 # configurable-http-proxy, from npm into the same environment (the configuration finds it there).
@@ -67,8 +73,9 @@ browser:
 test: $(EXTRAS) sandbox postgres browser proxy
 	$(BIN)/python -m pytest tests
 
-# The fast tests only (no nbgrader, kernels or graded cohorts): under 30 seconds, for every edit.
-check: $(STAMP)
+# The fast tests only (no nbgrader, kernels or graded cohorts) and the type check: under 30
+# seconds, for every edit.
+check: $(TYPES)
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
 release: $(STAMP)

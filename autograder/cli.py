@@ -14,6 +14,8 @@
     course experiment         the projection-removal experiment (autograder/experiment/; --help)
 """
 
+from __future__ import annotations
+
 import argparse
 import os
 import shutil
@@ -66,7 +68,7 @@ def _release(course):
     return synced
 
 
-def cmd_release(course, args):
+def cmd_release(course: config.Course, args: argparse.Namespace) -> int:
     if _release(course) is None:
         return 1
     print(f"released {', '.join(a.id for a in course.assignments)} into assignments/")
@@ -83,7 +85,7 @@ def _finish(batch, out, resume_hint):
     return 0
 
 
-def cmd_grade(course, args):
+def cmd_grade(course: config.Course, args: argparse.Namespace) -> int:
     from autograder import store
     from autograder.reporting import terminal
     out = os.path.abspath(args.out)
@@ -104,7 +106,7 @@ def cmd_grade(course, args):
     return code
 
 
-def cmd_regrade(course, args):
+def cmd_regrade(course: config.Course, args: argparse.Namespace) -> int:
     """Grade again what a changed suite or grader affects; print old and new scores."""
     from autograder import store
     from autograder.reporting import terminal
@@ -126,7 +128,7 @@ def cmd_regrade(course, args):
     return _finish(batch, out, f"course regrade {args.dir}")
 
 
-def cmd_export(course, args):
+def cmd_export(course: config.Course, args: argparse.Namespace) -> int:
     """Write every export again from the results and the gradebook (after formgrader)."""
     from autograder import store
     out = os.path.abspath(args.dir)
@@ -140,7 +142,7 @@ def cmd_export(course, args):
     return 0
 
 
-def cmd_report(course, args):
+def cmd_report(course: config.Course, args: argparse.Namespace) -> int:
     """The cohort report from the results in DIR (its submissions: where the last batch read them)."""
     from autograder import store
     from autograder.reporting import cohort_analysis, cohort_page
@@ -153,7 +155,7 @@ def cmd_report(course, args):
     return 0
 
 
-def cmd_exchange(course, args):
+def cmd_exchange(course: config.Course, args: argparse.Namespace) -> int:
     """Set up (--setup) or check nbgrader's exchange, and that the course folder is the instructor's alone."""
     from autograder import private
     from autograder.nbgrader import exchange, settings
@@ -186,7 +188,7 @@ def cmd_exchange(course, args):
     return 1 if problems else 0
 
 
-def cmd_check(course, args):
+def cmd_check(course: config.Course, args: argparse.Namespace) -> int:
     """The public checks on one notebook, run in the grading sandbox (never as the instructor)."""
     from autograder import grading
     from autograder.reporting import exports
@@ -209,7 +211,7 @@ def cmd_check(course, args):
     return 0 if all(p.status == "passed" for p in parts) else 1
 
 
-def cmd_cluster(course, args):
+def cmd_cluster(course: config.Course, args: argparse.Namespace) -> int:
     """Make the cluster's CA and certificates; print where each goes and course.yaml's lines."""
     from autograder import cluster_certs
     folder = os.path.abspath(args.certs)
@@ -226,14 +228,14 @@ def cmd_cluster(course, args):
     where = {"ca": "the scheduler's host, every worker node and here", "scheduler": "the scheduler's host",
              "worker": "every worker node", "client": "here, for course grade (course.yaml's cluster_tls)"}
     for role, paths in made.items():
-        names = ", ".join(os.path.basename(p) for p in ([paths] if role == "ca" else paths))
+        names = ", ".join(os.path.basename(p) for p in ([paths] if isinstance(paths, str) else paths))
         print(f"  {names:<34} {where[role]}")
     print(f"in course.yaml:\ncluster_tls:\n  ca: {made['ca']}\n  cert: {made['client'][0]}\n"
           f"  key: {made['client'][1]}")
     return 0
 
 
-def cmd_demo(course, args):
+def cmd_demo(course: config.Course, args: argparse.Namespace) -> int:
     from autograder import cohort
     from autograder.reporting import terminal
     folder = os.path.abspath(args.dir)
@@ -265,7 +267,7 @@ def cmd_demo(course, args):
     return 0
 
 
-def cmd_mistakes(course, args):
+def cmd_mistakes(course: config.Course, args: argparse.Namespace) -> int:
     import tempfile
 
     from autograder import mistakes
@@ -280,13 +282,13 @@ def cmd_mistakes(course, args):
     return 0
 
 
-def cmd_experiment(course, args):
+def cmd_experiment(course: config.Course, args: argparse.Namespace) -> int:
     from autograder.experiment import command
     command.main(args.args, course)
     return 0
 
 
-def main(argv=None):
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=None, help="course.yaml to use (default: the course's own)")

@@ -24,16 +24,24 @@ Dask is an optional extra (``pip install -e .[cluster]``): nothing here is
 imported unless a batch is given a cluster.
 """
 
+from __future__ import annotations
+
 import concurrent.futures as cf
 import logging
 import os
 import tempfile
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from autograder import config, grading, handin
 from autograder.results import Submission
 from autograder.versions import grader_version, suite_versions
 from selfcheck.program import NotebookError
+
+if TYPE_CHECKING:
+    import distributed
+    import distributed.security
 
 # pytest.main and the stdout it redirects are process-wide: a worker process grades one
 # submission at a time, whatever its --nthreads (run more worker processes for more).
@@ -96,12 +104,13 @@ class ClusterPool:
     """The local process pool's stand-in in ``grading.grade_all``: ``submit(grading.grade_task,
     course, task, grader)`` returns a concurrent.futures Future of the record, graded on the cluster."""
 
-    def __init__(self, course: config.Course, address: str, client):
+    def __init__(self, course: config.Course, address: str, client: distributed.Client):
         self.course, self.address, self.client = course, address, client
         self.expected = versions(course)
         self._running: dict = {}  # dask future -> its concurrent.futures twin
 
-    def submit(self, fn, course: config.Course, task: grading.Task, grader: str) -> cf.Future:
+    def submit(self, fn: Callable[[config.Course, grading.Task, str], Submission], course: config.Course,
+               task: grading.Task, grader: str) -> cf.Future:
         try:
             raw = handin.read_submission(task.path)
         except NotebookError:     # nothing to send: the record says why, as a local worker's does
@@ -151,7 +160,7 @@ class ClusterPool:
         self.client.close()
 
 
-def security(course: config.Course, address: str):
+def security(course: config.Course, address: str) -> distributed.security.Security:
     """The client's side of the cluster's mutual TLS, from course.yaml's ``cluster_tls``, once its
     files are there and its key is this account's alone (ClusterError with one line otherwise)."""
     from distributed.security import Security

@@ -25,7 +25,7 @@ ROLES = {"scheduler": True, "worker": True, "client": False}
 VALID_DAYS = 400          # a term and its regrades
 
 
-def files(role):
+def files(role: str) -> tuple[str, str]:
     """The certificate's and the key's file names of ``role``."""
     return f"{role}.pem", f"{role}-key.pem"
 
@@ -52,7 +52,7 @@ def _folder(folder):
     os.chmod(folder, 0o700)
 
 
-def make(folder, name):
+def make(folder: str, name: str) -> dict[str, str | tuple[str, str]]:
     """Write ``ca.pem`` and each role's certificate and key into ``folder``; return their paths.
     ``name`` (the course id) goes into every certificate's subject."""
     from cryptography import x509
@@ -88,7 +88,7 @@ def make(folder, name):
         (usage(key_cert_sign=True, crl_sign=True), True)])
     pem = serialization.Encoding.PEM
     _write(folder, CA, ca.public_bytes(pem), 0o644)
-    paths = {"ca": os.path.join(folder, CA)}
+    paths: dict[str, str | tuple[str, str]] = {"ca": os.path.join(folder, CA)}
     for role, serves in ROLES.items():
         key = ec.generate_private_key(ec.SECP256R1())
         purposes = [ExtendedKeyUsageOID.CLIENT_AUTH] + ([ExtendedKeyUsageOID.SERVER_AUTH] if serves else [])

@@ -5,20 +5,27 @@ whole solution cells of the reference), so the demo cohort, the mutation
 check and the catalogue of hostile notebooks all build notebooks one way.
 """
 
+from __future__ import annotations
+
 import copy
 import importlib.util
 import json
 import os
+from typing import TYPE_CHECKING
 
 from selfcheck.program import grade_id, is_solution, read_notebook, source
 
+if TYPE_CHECKING:
+    from autograder.config import Assignment, Course
 
-def catalogue(course, part_id):
+
+def catalogue(course: Course, part_id: str) -> tuple[dict, dict]:
     """The part's ``MISTAKES`` and ``CORRECT`` dictionaries (empty when it has none)."""
     path = os.path.join(course.root, "tests", "mutants", f"{part_id}.py")
     if not os.path.exists(path):
         return {}, {}
     spec = importlib.util.spec_from_file_location(f"mutants_{part_id}", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.MISTAKES, module.CORRECT
@@ -33,7 +40,7 @@ def _set_source(cell, text):
     cell["source"] = text.strip("\n")
 
 
-def solved(course, assignment, replace=None):
+def solved(course: Course, assignment: Assignment, replace: dict[str, str] | None = None) -> dict:
     """The released notebook filled in with the reference, with ``replace`` (cell -> code) applied."""
     release = read_notebook(course.release(assignment, assignment.notebook))
     reference = {grade_id(c): c for c in read_notebook(course.source(assignment, assignment.notebook))["cells"]
@@ -48,11 +55,11 @@ def solved(course, assignment, replace=None):
     return nb
 
 
-def stub(course, assignment):
+def stub(course: Course, assignment: Assignment) -> dict:
     return read_notebook(course.release(assignment, assignment.notebook))
 
 
-def write(nb, folder, student, assignment, name=None):
+def write(nb: dict, folder: str, student: str, assignment: Assignment, name: str | None = None) -> str:
     """Save a notebook as ``folder/<student>/<assignment>/<notebook>``."""
     path = os.path.join(folder, student, assignment.id, name or assignment.notebook)
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -62,9 +69,9 @@ def write(nb, folder, student, assignment, name=None):
     return path
 
 
-def demo_cohort(course, folder):
+def demo_cohort(course: Course, folder: str) -> dict[str, str]:
     """The demo's students: who they are and what each one did."""
-    students = {}
+    students: dict[str, str] = {}
     for assignment in course.assignments:
         write(solved(course, assignment), folder, "reference", assignment)
         write(stub(course, assignment), folder, "untouched-stub", assignment)

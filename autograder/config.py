@@ -14,7 +14,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_type_hints
 
 import yaml
 
@@ -167,7 +167,8 @@ def _limits(where, raw):
     if values["time_per_part"] < values["time_per_test"]:
         raise ConfigError(f"{where}.time_per_part ({values['time_per_part']}) must be at least "
                           f"limits.time_per_test ({values['time_per_test']})")
-    return Limits(**{f.name: f.type(values[f.name]) for f in dataclasses.fields(Limits)})
+    kinds = get_type_hints(Limits)
+    return Limits(**{name: kinds[name](value) for name, value in values.items()})
 
 
 def _notebook_cells(path):
@@ -277,7 +278,7 @@ def load(path: str | None = None) -> Course:
     return Course(root=root, path=path, **values)
 
 
-def write_exchange_root(course, root):
+def write_exchange_root(course: Course, root: str) -> Course:
     """Set course.yaml's ``exchange_root`` (after ``course_id``), keeping its comments; returns the
     course it now describes. Every nbgrader command in the course's folders reads it from there."""
     with open(course.path) as fh:

@@ -6,10 +6,16 @@ framework shipped to students only reads the file it is given (or
 grader passes the path it found into every sandbox as ``$TINYSHAKESPEARE``.
 """
 
+from __future__ import annotations
+
 import hashlib
 import os
 import urllib.request
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from autograder.config import Assignment, Course
 
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -21,21 +27,21 @@ class CorpusError(RuntimeError):
     """The corpus is needed and was not found; the message is one line: where we looked, what to do."""
 
 
-def needs_corpus(course, assignment):
+def needs_corpus(course: Course, assignment: Assignment) -> bool:
     """Whether an assignment trains on the corpus (it ships the framework)."""
     return os.path.exists(course.source(assignment, "framework.py"))
 
 
-def candidates(course):
+def candidates(course: Course) -> list[Path]:
     """Where :func:`find` looks, in order, each place once."""
     places = [Path(os.environ["TINYSHAKESPEARE"]).expanduser()] if os.environ.get("TINYSHAKESPEARE") else []
     here = Path.cwd()
     places.append(here / NAME)
-    places += [course.source(a, NAME) for a in course.assignments if needs_corpus(course, a)]
+    places += [Path(course.source(a, NAME)) for a in course.assignments if needs_corpus(course, a)]
     for base in (here, Path(course.root)):
         places += [base / "data" / NAME, base / ".." / "shared" / "data" / NAME]
     places.append(CACHE.expanduser())
-    unique = []
+    unique: list[Path] = []
     for place in places:        # ".." spelled out, and the first of two names for one file kept
         place = Path(os.path.normpath(place))
         if place.resolve() not in {q.resolve() for q in unique}:
@@ -52,7 +58,7 @@ def _download(url, timeout):
         return response.read()
 
 
-def find(course, *, download=True, timeout=10.0):
+def find(course: Course, *, download: bool = True, timeout: float = 10.0) -> str | None:
     """The path (a string) of a verified corpus, or None when no assignment of ``course`` trains.
 
     Looks where :func:`candidates` says, skipping a file whose sha256 is wrong;

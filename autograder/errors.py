@@ -22,6 +22,6 @@ class CorpusMissing(CourseError):
 class NbgraderError(CourseError):
     """One of nbgrader's steps failed; ``log`` keeps the end of nbgrader's own log."""
 
-    def __init__(self, message, log=""):
+    def __init__(self, message: str, log: str = ""):
         super().__init__(message)
         self.log = log

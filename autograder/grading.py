@@ -19,12 +19,14 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from autograder import handin, suites
 from autograder.config import Assignment, Course, Part
 from autograder.errors import NoSubmissions
+from autograder.progress import Progress
 from autograder.results import GRADER_ERROR, PartResult, Submission
 from autograder.store import batch_finished, batch_started, now, read_result, write_result
 from autograder.versions import file_sha256, grader_version, stale, suite_versions, support_files
@@ -169,10 +171,10 @@ def find_submissions(course: Course, submitted: str, refused: list[tuple[str, st
             refused.append((student, str(exc)))
             continue
         for assignment in course.assignments:
-            kind = assignments.get(assignment.id)
-            if kind == "link":
+            held = assignments.get(assignment.id)
+            if held == "link":
                 refused.append((f"{student}/{assignment.id}", "a symbolic link, not a folder"))
-            elif kind == "folder":
+            elif held == "folder":
                 found.append(Task(student, assignment.id, os.path.join(submitted, student, assignment.id,
                                                                      assignment.notebook)))
     if not found:
@@ -275,9 +277,18 @@ class Stopped(Exception):
     """What grades the batch went away (a cluster's scheduler): the batch stops, resumable."""
 
 
-def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | None = None, progress=None,
-              force: bool = False, submitted: str | None = None, refused: Iterable[tuple[str, str]] = (),
-              executor=None) -> Batch:
+class Pool(Protocol):
+    """What grades a batch's tasks: a local process pool, or a cluster's (autograder/cluster.py)."""
+
+    def submit(self, fn: Callable[[Course, Task, str], Submission], /, course: Course, task: Task,
+               grader: str) -> cf.Future: ...
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None: ...
+
+
+def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | None = None,
+              progress: Progress | None = None, force: bool = False, submitted: str | None = None,
+              refused: Iterable[tuple[str, str]] = (), executor: Pool | None = None) -> Batch:
     """Grade the submissions that need it in ``jobs`` worker processes.
 
     Each result is written (results/<student>/<assignment>.json, the one it

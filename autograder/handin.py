@@ -11,9 +11,12 @@ says it is a regular file (opened ``O_NONBLOCK``, so a FIFO cannot hang the open
 more than a bound.
 """
 
+from __future__ import annotations
+
 import contextlib
 import os
 import stat
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from autograder import submission_time
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError
@@ -58,7 +61,7 @@ def _open(fd, name, flags, shown, wanted):
 
 
 @contextlib.contextmanager
-def folder(base, *names):
+def folder(base: str, *names: str) -> Iterator[int]:
     """The descriptor of the folder ``base/names...``, every name a real folder, never a link."""
     fd = os.open(base, _BASE)
     try:
@@ -71,7 +74,7 @@ def folder(base, *names):
         os.close(fd)
 
 
-def read_at(fd, name, limit, shown=None):
+def read_at(fd: int, name: str, limit: int, shown: str | None = None) -> bytes:
     """The bytes of the regular file ``name`` in the folder open at ``fd``: at most ``limit + 1``,
     so that the caller can tell a file that is too large."""
     handle = _open(fd, name, _FILE, shown or name, "file")
@@ -81,17 +84,18 @@ def read_at(fd, name, limit, shown=None):
         return fh.read(limit + 1)
 
 
-def read(base, names, limit):
+def read(base: str, names: Sequence[str], limit: int) -> bytes:
     """The bytes of the regular file ``base/names...`` (see :func:`read_at`)."""
     *folders, name = names
     with folder(base, *folders) as fd:
         return read_at(fd, name, limit, "/".join(names))
 
 
-def read_path(path, limit):
+def read_path(path: str, limit: int) -> bytes:
     """A hand-in's file by its path, ``<folder>/<student>/<assignment>/<file>``: the folder is
     trusted, the three components below it are read as :func:`read` reads them."""
-    path, names = os.path.abspath(path), []
+    path = os.path.abspath(path)
+    names: list[str] = []
     for _ in range(3):
         path, name = os.path.split(path)
         if name:
@@ -110,9 +114,9 @@ def read_submission(path: str) -> bytes:
         raise NotebookError(str(exc)) from None
 
 
-def entries(fd):
+def entries(fd: int) -> dict[str, str]:
     """``{name: kind}`` of the folder open at ``fd``; kind is folder, file, link or other (never followed)."""
-    found = {}
+    found: dict[str, str] = {}
     for entry in os.scandir(fd):
         mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
         found[entry.name] = ("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
@@ -120,9 +124,9 @@ def entries(fd):
     return found
 
 
-def listing(fd, prefix=""):
+def listing(fd: int, prefix: str = "") -> dict[str, str]:
     """``{path: kind}`` of everything below the folder open at ``fd`` (links are not descended)."""
-    found = {}
+    found: dict[str, str] = {}
     for name, kind in entries(fd).items():
         found[prefix + name] = kind
         if kind == "folder":
@@ -137,7 +141,7 @@ def listing(fd, prefix=""):
     return found
 
 
-def left_out(fd, keep):
+def left_out(fd: int, keep: Collection[str]) -> list[str]:
     """The paths below the folder open at ``fd`` that a copy keeping ``keep`` leaves out: those
     neither in ``keep`` nor a folder of it, and whatever is not a regular file or a folder."""
     folders = {os.path.dirname(path) for path in keep}
@@ -152,7 +156,7 @@ EXCHANGE_FILES = (submission_time.NAME, SECRET)
 MAX_EXCHANGE_FILE = 200
 
 
-def declared(release):
+def declared(release: str) -> set[str]:
     """The files a hand-in of the assignment released in ``release`` may carry: the relative path
     of every file of the release (the notebook, its support files), and the two nbgrader's exchange
     adds: the timestamp, and the secret that names the hand-in's feedback (release_feedback reads it)."""
@@ -163,7 +167,9 @@ def declared(release):
     return found
 
 
-def copy_folder(fd, dest, keep, max_file, budget, ignore=None, prefix=""):
+def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget: list[int],
+                ignore: Callable[[str, list[str]], Iterable[str]] | None = None,
+                prefix: str = "") -> tuple[list[tuple[str, str]], str | None]:
     """Copy the hand-in folder open at ``fd`` into ``dest``: only the regular files whose path
     is in ``keep``, each at most ``max_file`` bytes, all together at most ``budget[0]`` bytes.
 
@@ -171,7 +177,7 @@ def copy_folder(fd, dest, keep, max_file, budget, ignore=None, prefix=""):
     hand-in must be refused (a file swapped for something else while it was read, too large
     altogether), or None."""
     os.makedirs(dest, exist_ok=True)
-    left_out = []
+    left_out: list[tuple[str, str]] = []
     found = entries(fd)
     skipped = set(ignore(dest, list(found))) if ignore else set()
     for name, kind in sorted(found.items()):

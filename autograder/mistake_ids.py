@@ -16,7 +16,7 @@ from selfcheck.checks import LIKELY, diagnoses
 _PART = re.compile(r"^## (\w+) \(")
 _NAME = re.compile(r"^### `(.+)`$")
 _REASON = re.compile(r"^> Likely mistake: (.+?)\. \d+ of \d+ checks did not pass")
-_TABLES = {}
+_TABLES: dict = {}
 
 
 def comparable(text):

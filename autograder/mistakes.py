@@ -61,7 +61,7 @@ def grade_catalogue(course, folder, jobs=2, prepare=None):
                 meta.append((assignment, part, kind, name, entry, path))
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_grade, tasks))
-    by_part = {}
+    by_part: dict[str, list] = {}
     for (assignment, part, kind, name, entry, path), result in zip(meta, results):
         by_part.setdefault(part.id, []).append((assignment, kind, name, entry, path, result))
     return by_part

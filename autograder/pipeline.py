@@ -17,15 +17,25 @@ line; a stage that runs but fails for some submissions (nbgrader refusing one, a
 cannot be written) adds a line to ``batch.warnings`` and the next stage still runs.
 """
 
+from __future__ import annotations
+
 import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from autograder import config, corpus, grading, release
 from autograder.errors import CorpusMissing, NbgraderError
 from autograder.nbgrader import settings, staging
 from autograder.reporting import cohort_page, exports, feedback
 
+if TYPE_CHECKING:
+    from autograder.cluster import ClusterPool
+    from autograder.progress import Progress
+    from autograder.results import Submission
 
-def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster=None):
+
+def grade(course: config.Course, submitted: str, out: str, jobs: int | None = None, force: bool = False,
+          progress: Progress | None = None, cluster: str | None = None) -> grading.Batch:
     """Grade ``submitted`` into ``out``; returns the :class:`grading.Batch`.
 
     Only submissions that changed (or whose grader or suites changed) are graded, unless
@@ -35,11 +45,11 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
         config.check_cluster_address("--cluster", cluster)
     release.require_released_points(course)
     out = os.path.abspath(out)
-    refused = []
+    refused: list[tuple[str, str]] = []
     submissions = grading.find_submissions(course, submitted, refused)                  # 1
     _require_corpus(course, submissions)
     settings.write_course_folder(course, out)
-    executor = None
+    executor: ClusterPool | None = None
     if cluster:
         from autograder import cluster as dask_cluster
         executor = dask_cluster.connect(course, cluster)
@@ -66,7 +76,8 @@ def _require_corpus(course, submissions):
             raise CorpusMissing(str(exc)) from None
 
 
-def to_gradebook(course, submitted, out, submissions, batch):
+def to_gradebook(course: config.Course, submitted: str, out: str, submissions: Sequence[grading.Task],
+                 batch: grading.Batch) -> list[str]:
     """Stage 4: nbgrader's autograde of every assignment with new results; returns warnings.
 
     A submission the grader failed on is not staged at all (nothing about that student may be
@@ -97,7 +108,7 @@ def to_gradebook(course, submitted, out, submissions, batch):
     return warnings
 
 
-def export(course, out, records):
+def export(course: config.Course, out: str, records: Sequence[Submission]) -> list[str]:
     """Stages 5 and 6: every export and the feedback pages, from ``records`` and the gradebook.
 
     Each stands alone: one that fails becomes a warning and the others are still written.

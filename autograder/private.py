@@ -17,17 +17,23 @@ as the instructor the sandbox runs as the instructor. The exchange is reached by
 on a server it lives outside the course folder (``course exchange --setup --root``).
 """
 
+from __future__ import annotations
+
 import grp
 import os
 import pwd
 import stat
+from typing import TYPE_CHECKING
 
 from autograder.errors import CourseError
+
+if TYPE_CHECKING:
+    from autograder.config import Course
 
 PRIVATE = 0o700
 
 
-def make(folder):
+def make(folder: str) -> None:
     """Create ``folder`` if needed and make it ``0700``; CourseError when it is another's."""
     os.makedirs(folder, exist_ok=True)
     if stat.S_IMODE(os.stat(folder).st_mode) != PRIVATE:
@@ -38,7 +44,7 @@ def make(folder):
                               "private (0700) from this account; grade as its owner") from None
 
 
-def account(uid):
+def account(uid: int) -> str:
     """The name of the account ``uid``, for messages."""
     try:
         return pwd.getpwuid(uid).pw_name
@@ -64,7 +70,7 @@ def _open(info, bits):
     return mode & bits == bits
 
 
-def readable_by_others(path):
+def readable_by_others(path: str) -> bool:
     """Whether another account (not root, not the owner, perhaps in its group) can read ``path``:
     pass through every folder above it and read it (list it, for a folder)."""
     real = os.path.realpath(path)
@@ -77,7 +83,7 @@ def readable_by_others(path):
     return _open(info, 0o005 if stat.S_ISDIR(info.st_mode) else 0o004)
 
 
-def problems(course, out):
+def problems(course: Course, out: str) -> list[str]:
     """Where other accounts can read the course's secrets, one line each (empty when nowhere)."""
     folders = list(dict.fromkeys(os.path.realpath(f) for f in (course.root, out)))
     lines = []

@@ -10,6 +10,10 @@ dependency, and the plain-line mode with each submission's score is what a log n
 import shutil
 import sys
 import time
+from collections.abc import Callable
+from typing import TextIO
+
+from autograder.results import Submission
 
 
 def _clock(seconds):
@@ -22,15 +26,16 @@ def _clock(seconds):
 class Progress:
     """Reports a batch as it goes; ``tty=None`` asks the stream whether it is a terminal."""
 
-    def __init__(self, stream=None, tty=None, clock=time.monotonic):
+    def __init__(self, stream: TextIO | None = None, tty: bool | None = None,
+                 clock: Callable[[], float] = time.monotonic):
         self.stream = stream or sys.stderr
         self.tty = self.stream.isatty() if tty is None else tty
         self.clock = clock
         self.total = self.done = self.skipped = 0
-        self.started = None
+        self.started = 0.0
         self._drawn = False
 
-    def start(self, total, skipped=0):
+    def start(self, total: int, skipped: int = 0) -> None:
         self.total, self.skipped, self.done = total, skipped, 0
         self.started = self.clock()
         if skipped:
@@ -41,15 +46,15 @@ class Progress:
         elif self.tty:
             self._draw("")
 
-    def rate(self):
+    def rate(self) -> float:
         elapsed = self.clock() - self.started
         return self.done / elapsed if elapsed > 0 and self.done else 0.0
 
-    def remaining(self):
+    def remaining(self) -> float | None:
         rate = self.rate()
         return (self.total - self.done) / rate if rate else None
 
-    def status(self):
+    def status(self) -> str:
         """count, rate and time remaining, as one short text."""
         rate = self.rate()
         left = self.remaining()
@@ -57,7 +62,7 @@ class Progress:
         return (f"{self.done}/{self.total}  {rate * 60:.1f}/min  "
                 f"elapsed {_clock(self.clock() - self.started)}  left {eta}")
 
-    def update(self, record):
+    def update(self, record: Submission) -> None:
         self.done += 1
         what = f"{record.student}/{record.assignment} {record.score:g}/{record.max_score:g}"
         if record.problem:
@@ -67,7 +72,7 @@ class Progress:
         else:
             self._line(f"[{self.status()}] {what}")
 
-    def finish(self):
+    def finish(self) -> None:
         if self.tty and self._drawn:
             self.stream.write("\n")
             self.stream.flush()

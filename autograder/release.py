@@ -151,7 +151,8 @@ def _solution_lines(course, assignment):
     A solution cell's lines between its markers (all of it when it has none, as
     a written answer's model answer), less every line the notebook gives
     students anyway: its other cells and the given lines of solution cells."""
-    secret, given = set(), set()
+    secret: set[str] = set()
+    given: set[str] = set()
     for cell in read_notebook(course.source(assignment, assignment.notebook))["cells"]:
         text = source(cell)
         if not is_solution(cell):

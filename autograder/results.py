@@ -25,7 +25,7 @@ class Check:
     mistake: str | None = None   # the catalogued mistake diagnosed from the answer, when one matched
 
     @property
-    def passed(self):
+    def passed(self) -> bool:
         return self.status == "passed"
 
 
@@ -42,7 +42,7 @@ class PartResult:
     seconds: float = 0.0
 
     @property
-    def graded(self):
+    def graded(self) -> bool:
         """False when the grader failed on it: then its score is nobody's."""
         return self.status != GRADER_ERROR
 
@@ -62,27 +62,27 @@ class Submission:
     seconds: float | None = None
 
     @property
-    def key(self):
+    def key(self) -> tuple[str, str]:
         return self.student, self.assignment
 
     @property
-    def score(self):
+    def score(self) -> float:
         return sum(p.score for p in self.parts)
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return sum(p.max_score for p in self.parts)
 
     @property
-    def grader_error(self):
+    def grader_error(self) -> bool:
         """The grader failed on it: nothing about this student may be recorded, not even a 0."""
         return str(self.problem or "").startswith("grader error")
 
-    def to_json(self):
+    def to_json(self) -> dict:
         return {"version": VERSION, **dataclasses.asdict(self)}
 
     @classmethod
-    def from_json(cls, data):
+    def from_json(cls, data: dict) -> "Submission":
         """A record from its JSON (any version so far); ValueError when it is not one."""
         try:
             parts = [PartResult(**{**_known(PartResult, p),

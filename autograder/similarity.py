@@ -40,6 +40,7 @@ import sys
 import token
 import tokenize
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from selfcheck.program import program, source
@@ -61,16 +62,16 @@ class Document:
     lines: dict = field(default_factory=dict)      # (cell, line number) -> line of the code as compared
     origins: list = field(default_factory=list)    # token index -> (cell, line number)
     prints: dict = field(default_factory=dict)     # fingerprint -> first token index
-    unread: str = None                             # why it was not compared, or None
+    unread: str | None = None                      # why it was not compared, or None
 
 
-def graded_code(nb, release, cells):
+def graded_code(nb: dict, release: dict, cells: Iterable[str]) -> dict[str, str]:
     """{cell: code} of what grading runs of the student's notebook ``nb``: the program of
     ``selfcheck.program`` with the release as its backbone and ``cells`` (every graded part's)
     as the student's own; the given cells, which come from the release, left out."""
     prog = program(nb, release, own=set(cells))
     given = {label for label, *_ in prog.given}
-    found = {}
+    found: dict[str, str] = {}
     for label, code, *_ in prog.cells:
         if code and label not in given:
             name, n = label, 1
@@ -86,16 +87,16 @@ def graded_code(nb, release, cells):
 # Python's strings and comments, in forms that never backtrack far (each character can be read
 # one way only), so even a hostile cell is one linear pass; possessive repeats make it faster
 # where `re` has them (3.11), and mean nothing else
-_LEXEMES = r"""(?P<string>'''[^'\\]*+(?:(?:\\.?|'(?!''))[^'\\]*+)*+(?:'''|\Z)""" \
+_LEXEME_SOURCE = r"""(?P<string>'''[^'\\]*+(?:(?:\\.?|'(?!''))[^'\\]*+)*+(?:'''|\Z)""" \
     r"""|\"\"\"[^"\\]*+(?:(?:\\.?|"(?!""))[^"\\]*+)*+(?:\"\"\"|\Z)""" \
     r"""|'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'?|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"?)""" \
     r"""|(?P<layout>(?=[\s#])\s*+(?:#[^\r\n]*+\s*+)*+)|(?P<code>[^\s#'"]++)"""
-_LEXEMES = re.compile(_LEXEMES if sys.version_info >= (3, 11) else
-                      _LEXEMES.replace("*+", "*").replace("++", "+"), re.S)
+_LEXEMES = re.compile(_LEXEME_SOURCE if sys.version_info >= (3, 11) else
+                      _LEXEME_SOURCE.replace("*+", "*").replace("++", "+"), re.S)
 _F_PREFIX = re.compile(r"(?<!\w)(?:[fF][rR]?|[rR][fF])\Z")
 
 
-def code_size(code, limit=MAX_CODE_CHARS):
+def code_size(code: str, limit: int = MAX_CODE_CHARS) -> int:
     """The characters of code in ``code``, counting stops past ``limit``: comments and layout
     count nothing and a plain string counts one (the parser keeps its text as it is); an
     f-string counts whole, since its braces hold code."""
@@ -194,9 +195,10 @@ def _kgrams(texts):
     return [zlib.crc32("\x00".join(texts[i:i + K]).encode()) for i in range(len(texts) - K + 1)]
 
 
-def winnow(hashes):
+def winnow(hashes: list[int]) -> dict[int, int]:
     """{hash: first position} of the hashes winnowing keeps: the smallest of every window (the rightmost on a tie)."""
-    kept, last = {}, -1
+    kept: dict[int, int] = {}
+    last = -1
     for start in range(max(len(hashes) - WINDOW + 1, 1 if hashes else 0)):
         window = hashes[start:start + WINDOW]
         low = min(window)
@@ -207,7 +209,7 @@ def winnow(hashes):
     return kept
 
 
-def document(key, cells, given=frozenset()):
+def document(key: tuple, cells: dict[str, str], given: frozenset[str] = frozenset()) -> Document:
     """A Document from ``cells`` ({cell name: code}, see ``graded_code``): top-level statements
     in a canonical order, each distinct one once, the lines of ``given`` (``given_lines``) left out."""
     doc = Document(key)
@@ -218,11 +220,12 @@ def document(key, cells, given=frozenset()):
             doc.unread = (f"more than {MAX_CODE_CHARS:,} characters of code (comments, layout and "
                           "strings not counted): far more than any solution needs")
             return doc
-    bound, texts = set(), {}
+    bound: set[str] = set()
+    texts: dict[str, list[str]] = {}
     for cell, code in cells.items():
         tree = _parse(code)
         texts[cell] = _statements(tree, bound) if tree else []
-    units = {}
+    units: dict[str, tuple[str, list[tuple[str, int]]]] = {}
     for cell, statements in texts.items():
         lines = 0
         for text in statements:
@@ -240,10 +243,10 @@ def document(key, cells, given=frozenset()):
     return doc
 
 
-def given_lines(release):
+def given_lines(release: dict) -> frozenset[str]:
     """The lines of a released notebook's code as compared (see ``document``), stripped: given
     to everyone, never evidence."""
-    found = set()
+    found: set[str] = set()
     for cell in release.get("cells", []):
         tree = _parse(source(cell)) if cell.get("cell_type") == "code" else None
         for text in _statements(tree, set()) if tree else ():
@@ -260,10 +263,10 @@ class Pair:
     shared: list           # fingerprints both hold (neither given nor common)
     score: float           # shared / the smaller hand-in's own fingerprints
 
-    def matching_lines(self):
+    def matching_lines(self) -> tuple[set[tuple[str, int]], set[tuple[str, int]]]:
         """({(cell, line)} of a, of b) that hold a shared passage."""
-        def lines(doc):
-            found = set()
+        def lines(doc: Document) -> set[tuple[str, int]]:
+            found: set[tuple[str, int]] = set()
             for h in self.shared:
                 start = doc.prints[h]
                 found.update(doc.origins[start:start + K])
@@ -277,18 +280,18 @@ class Group:
     pairs: list
 
     @property
-    def members(self):
+    def members(self) -> list[tuple]:
         return sorted({doc.key for pair in self.pairs for doc in (pair.a, pair.b)})
 
     @property
-    def score(self):
+    def score(self) -> float:
         return max(pair.score for pair in self.pairs)
 
 
-def common_prints(documents, known=()):
+def common_prints(documents: list[Document], known: Iterable[Document] = ()) -> set[int]:
     """The fingerprints that are no evidence: held by ``known`` code, or by ``COMMON_SHARE`` of
     ``documents`` and at least ``COMMON_AT_LEAST`` of them."""
-    counts = {}
+    counts: dict[int, int] = {}
     for doc in documents:
         for h in doc.prints:
             counts[h] = counts.get(h, 0) + 1
@@ -296,19 +299,20 @@ def common_prints(documents, known=()):
     return {h for h, n in counts.items() if n >= many}.union(*(doc.prints for doc in known))
 
 
-def compare(documents, threshold=0.5, known=()):
+def compare(documents: Iterable[Document], threshold: float = 0.5,
+            known: Iterable[Document] = ()) -> list[Pair]:
     """The pairs of ``documents`` (one assignment's hand-ins) that score at least ``threshold``,
     most alike first; common fingerprints (``common_prints``) count in neither the match nor
     the denominator, and hand-ins not read (``Document.unread``) are not compared."""
     documents = [doc for doc in documents if doc.unread is None]
     common = common_prints(documents, known)
-    index = {}
+    index: dict[int, list[int]] = {}
     for n, doc in enumerate(documents):
         for h in doc.prints:
             if h not in common:
                 index.setdefault(h, []).append(n)
     own = [0] * len(documents)
-    shared = {}
+    shared: dict[tuple[int, int], list[int]] = {}
     for h, holders in index.items():
         for n in holders:
             own[n] += 1
@@ -323,11 +327,11 @@ def compare(documents, threshold=0.5, known=()):
     return sorted(pairs, key=lambda p: (-p.score, -len(p.shared), p.a.key, p.b.key))
 
 
-def groups(pairs):
+def groups(pairs: list[Pair]) -> list[Group]:
     """The Groups the flagged ``pairs`` join, the most alike first."""
-    parent = {}
+    parent: dict[tuple, tuple] = {}
 
-    def root(key):
+    def root(key: tuple) -> tuple:
         while parent.setdefault(key, key) != key:
             parent[key] = parent[parent[key]]
             key = parent[key]
@@ -335,7 +339,7 @@ def groups(pairs):
 
     for pair in pairs:
         parent[root(pair.a.key)] = root(pair.b.key)
-    found = {}
+    found: dict[tuple, list[Pair]] = {}
     for pair in pairs:
         found.setdefault(root(pair.a.key), []).append(pair)
     return sorted((Group(found_pairs) for found_pairs in found.values()), key=lambda g: (-g.score, g.members))

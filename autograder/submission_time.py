@@ -31,7 +31,7 @@ MAX_DEPTH = 32                            # nor one nesting folders deeper
 MAX_BYTES = 200                           # of a timestamp.txt
 
 
-def seen(path):
+def seen(path: str) -> datetime.datetime:
     """The time the exchange last saw the hand-in folder ``path`` change, in UTC without a
     time zone (as nbgrader keeps times). Links are never followed, and nothing is opened that
     could block; ValueError when ``path`` is not a folder, holds more than ``MAX_ENTRIES``
@@ -73,7 +73,7 @@ def _latest(fd, budget, depth):
     return latest
 
 
-def write(folder, when):
+def write(folder: str, when: datetime.datetime) -> None:
     """Record ``when`` as the submission time of the collected submission in ``folder``."""
     path = os.path.join(folder, NAME)
     with contextlib.suppress(FileNotFoundError):
@@ -83,7 +83,7 @@ def write(folder, when):
         fh.write(when.strftime(FORMAT))
 
 
-def read(folder):
+def read(folder: str) -> datetime.datetime | None:
     """The submission time recorded in ``folder`` (a collected submission), in UTC without a
     time zone; None when there is none, or none nbgrader could read."""
     try:
@@ -96,7 +96,7 @@ def read(folder):
         return parse(fh.read(MAX_BYTES + 1))
 
 
-def parse(raw):
+def parse(raw: bytes) -> datetime.datetime | None:
     """The time in a ``timestamp.txt``'s bytes, in UTC without a time zone; None when nbgrader
     could not read it (so no export takes a time the gradebook does not have)."""
     from nbgrader.utils import parse_utc
@@ -109,7 +109,7 @@ def parse(raw):
         return None
 
 
-def normalised(raw):
+def normalised(raw: bytes) -> bytes | None:
     """A ``timestamp.txt``'s bytes as collect writes them, or None when they hold no time."""
     when = parse(raw)
     return None if when is None else when.strftime(FORMAT).encode()

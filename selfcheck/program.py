@@ -17,6 +17,7 @@ contribute their imports and definitions only.
 import ast
 import json
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 SKIP_PREFIXES = ("show_", "run_")
@@ -27,7 +28,7 @@ class NotebookError(Exception):
     """The file is not a notebook this course can read."""
 
 
-def read_notebook(path):
+def read_notebook(path: str) -> dict:
     """Load a notebook file, with a one-line reason when it is malformed."""
     try:
         with open(path, "rb") as fh:
@@ -37,7 +38,7 @@ def read_notebook(path):
     return parse_notebook(raw)
 
 
-def parse_notebook(raw):
+def parse_notebook(raw: bytes) -> dict:
     """A notebook from its bytes, with a one-line reason when it is not one."""
     if not raw.strip():
         raise NotebookError("the notebook file is empty")
@@ -92,27 +93,27 @@ def _nbgrader_problem(data):
     return None
 
 
-def source(cell):
+def source(cell: dict) -> str:
     src = cell.get("source", "")
     return "".join(str(line) for line in src) if isinstance(src, list) else str(src)
 
 
-def meta(cell):
+def meta(cell: dict) -> dict:
     data = cell.get("metadata", {}).get("nbgrader")
     return data if isinstance(data, dict) else {}
 
 
-def grade_id(cell):
+def grade_id(cell: dict) -> str | None:
     gid = meta(cell).get("grade_id")
     return gid if isinstance(gid, str) else None
 
 
-def is_test(cell):
+def is_test(cell: dict) -> bool:
     m = meta(cell)
     return bool(m.get("grade")) and not m.get("solution")
 
 
-def is_solution(cell):
+def is_solution(cell: dict) -> bool:
     return bool(meta(cell).get("solution"))
 
 
@@ -136,7 +137,7 @@ def _parse(code):
         return None
 
 
-def definitions_only(code):
+def definitions_only(code: str) -> str:
     """Keep a student-added cell's imports, functions and classes, nothing else.
 
     Their own source text is kept, never rewritten from the syntax tree: writing a tree back out
@@ -149,16 +150,16 @@ def definitions_only(code):
     for node in tree.body:
         if isinstance(node, keep):
             decorators = [f"@{ast.get_source_segment(code, d)}\n" for d in getattr(node, "decorator_list", [])]
-            kept.append("".join(decorators) + ast.get_source_segment(code, node))
+            kept.append("".join(decorators) + (ast.get_source_segment(code, node) or ""))
     return "\n".join(kept)
 
 
-def solution_ids(nb):
+def solution_ids(nb: dict) -> list[str | None]:
     return [grade_id(c) for c in nb["cells"] if c.get("cell_type") == "code" and is_solution(c)]
 
 
-def defined_names(code, kinds=(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign,
-                               ast.AnnAssign)):
+def defined_names(code: str, kinds: tuple[type, ...] = (
+        ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign)) -> list[str]:
     """The top-level names a cell defines (functions, classes, assignments), in order."""
     tree = _parse(code)
     if tree is None:
@@ -170,7 +171,7 @@ def defined_names(code, kinds=(ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassD
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names += [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-        else:
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.append(node.name)
     return [n for i, n in enumerate(names) if n not in names[:i]]
 
@@ -192,11 +193,12 @@ class Program:
     missing: list = field(default_factory=list)
 
     @property
-    def given_names(self):
+    def given_names(self) -> list[str]:
         return [n for _, code in self.given for n in defined_names(code)]
 
 
-def program(student, release=None, own=None, stand_ins=()):
+def program(student: dict, release: dict | None = None, own: Collection[str] | None = None,
+            stand_ins: Collection[str] = ()) -> Program:
     """The :class:`Program` of a submitted notebook.
 
     ``student`` is the submitted notebook; ``release`` the released one (the
@@ -221,8 +223,8 @@ def program(student, release=None, own=None, stand_ins=()):
         return prog
 
     known = {grade_id(c) for c in release["cells"] if grade_id(c)}
-    by_id = {}
-    added = {None: []}          # student-added cells, after the known cell they follow
+    by_id: dict[str | None, dict] = {}
+    added: dict[str | None, list[str]] = {None: []}   # student-added cells, after the known cell they follow
     last = None
     for cell in student["cells"]:
         gid = grade_id(cell)

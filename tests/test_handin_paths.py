@@ -16,13 +16,12 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 
 import pytest
 
 from autograder import cohort, release
 from autograder.nbgrader import apps, exchange, gradebook, settings
-from test_nbgrader_paths import _call, _free_port  # noqa: E402
+from test_nbgrader_paths import _call, _env, formgrader  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -30,10 +29,6 @@ BIN = os.path.dirname(sys.executable)
 NOTES = '<html><script>document.title = "HOSTILE-NOTES"</script>my notes</html>'
 FULL = "honest"
 REFUSED = ("linked-student", "linked-folder", "linked-notebook", "fifo-notebook")
-
-
-def _env(**extra):
-    return dict(os.environ, PATH=BIN + os.pathsep + os.environ.get("PATH", ""), MPLBACKEND="Agg", **extra)
 
 
 def _run(args, cwd, timeout=600):
@@ -153,22 +148,8 @@ def test_formgrader_serves_no_handed_in_page(course, assignment, folder, tmp_pat
     import urllib.error
     import urllib.request
     folder, _, _ = folder
-    port, token = _free_port(), "handin-formgrader-token"
-    server = subprocess.Popen(
-        [os.path.join(BIN, "jupyter"), "server", "--allow-root", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={token}"],
-        cwd=folder, env=_env(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                _call(f"{base}/api/status", token)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, "the Jupyter server did not start"
-                time.sleep(0.5)
+    token = "handin-formgrader-token"
+    with formgrader(folder, token, tmp_path / "runtime") as base:
         notebooks = _call(f"{base}/formgrader/api/submitted_notebooks/{assignment.id}/attention", token)
         honest = next(n["id"] for n in notebooks if n["student"] == FULL)
         served = []
@@ -180,9 +161,6 @@ def test_formgrader_serves_no_handed_in_page(course, assignment, folder, tmp_pat
                     served.append((name, response.status, response.headers.get("Content-Type", "")))
             except urllib.error.HTTPError as exc:
                 served.append((name, exc.code, ""))
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
     assert served[0] == ("notes.html", 404, ""), served
     assert served[1][1] == 200 and "html" not in served[1][2], served      # the notebook itself is there
 

@@ -497,36 +497,17 @@ with Student([("probe", sys.argv[1])], workdir=folder, limits=Limits(time_per_te
 
 
 def _as_ordinary_user(uid, argv, env):
-    """Run ``argv`` as ``uid`` (no groups, no capabilities), in a private mount namespace where
-    the course and the Python installation are reachable: as root, a folder such as /root is
-    0700, which an ordinary user's Python would not be installed behind."""
-    import ctypes
-    from autograder import config
-    libc = ctypes.CDLL(None, use_errno=True)
-    needed = [os.path.realpath(p) for p in (sys.base_prefix, config.ROOT)]
-    blocked = sorted({os.sep + p.split(os.sep)[1] for p in needed
-                      if not os.stat(os.sep + p.split(os.sep)[1]).st_mode & 0o001})
-    stages = {d: tempfile.mkdtemp(prefix="as-user-") for d in blocked}
-
-    def preexec():
-        assert libc.unshare(0x00020000) == 0                     # CLONE_NEWNS
-        libc.mount(b"none", b"/", None, 16384 | (1 << 18), None)  # MS_REC | MS_PRIVATE
-        for folder, stage in stages.items():
-            libc.mount(folder.encode(), stage.encode(), None, 4096 | 16384, None)
-            libc.mount(b"tmpfs", folder.encode(), b"tmpfs", 0, b"mode=755")
-            for path in needed:
-                if path.startswith(folder + os.sep):
-                    os.makedirs(path, exist_ok=True)
-                    inner = os.path.join(stage, os.path.relpath(path, folder))
-                    libc.mount(inner.encode(), path.encode(), None, 4096 | 16384, None)
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-    try:
+    """Run ``argv`` as ``uid`` (no groups, no capabilities), where the course and the Python
+    installation are reachable (`python_shown`: as root, a folder such as /root is 0700, which an
+    ordinary user's Python would not be installed behind)."""
+    from test_accounts import python_shown
+    with python_shown() as show:
+        def preexec():
+            show()
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
         return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120, preexec_fn=preexec)
-    finally:
-        for stage in stages.values():
-            os.rmdir(stage)
 
 
 def _report_of(argv, who):

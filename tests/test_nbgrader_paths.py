@@ -7,6 +7,7 @@ that patches the check in its kernel still 0. Hand-ins are whole assignment fold
 nbgrader's exchange delivers them, so the self-check kit is there for a kernel to call.
 """
 
+import contextlib
 import json
 import os
 import shutil
@@ -111,6 +112,31 @@ def _free_port():
         return sock.getsockname()[1]
 
 
+@contextlib.contextmanager
+def formgrader(folder, token, runtime):
+    """A Jupyter server, formgrader with it, serving ``folder`` to ``token``: its base URL."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [os.path.join(BIN, "jupyter"), "server", "--allow-root", "--no-browser", "--ip=127.0.0.1",
+         f"--port={port}", f"--IdentityProvider.token={token}"],
+        cwd=folder, env=_env(JUPYTER_RUNTIME_DIR=str(runtime)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                _call(f"{base}/api/status", token)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and server.poll() is None, "the Jupyter server did not start"
+                time.sleep(0.5)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
 def _call(url, token, method="GET"):
     request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None,
                                      headers={"Authorization": f"token {token}"})
@@ -123,30 +149,13 @@ def test_formgraders_autograde_button_grades_with_the_course_grader(course, assi
     notebooks = _notebooks(course, assignment)
     for student in ("stub", "solved", "cheat"):
         _hand_in(course, str(nbgrader_folder / "submitted"), f"fg-{student}", assignment, notebooks[student])
-    port, token = _free_port(), "formgrader-test-token"
-    server = subprocess.Popen(
-        [os.path.join(BIN, "jupyter"), "server", "--allow-root", "--no-browser", "--ip=127.0.0.1",
-         f"--port={port}", f"--IdentityProvider.token={token}"],
-        cwd=nbgrader_folder, env=_env(JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime")),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                _call(f"{base}/api/status", token)
-                break
-            except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, "the Jupyter server did not start"
-                time.sleep(0.5)
+    token = "formgrader-test-token"
+    with formgrader(nbgrader_folder, token, tmp_path / "runtime") as base:
         for student in ("stub", "solved", "cheat"):
             pressed = _call(f"{base}/formgrader/api/submission/{assignment.id}/fg-{student}/autograde", token,
                             method="POST")
             assert pressed["success"], pressed.get("error", "")[-3000:]
         listed = _call(f"{base}/formgrader/api/submissions/{assignment.id}", token)
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
     scores = {row["student"]: row["code_score"] for row in listed}
     for student in ("stub", "solved", "cheat"):
         assert scores[f"fg-{student}"] == by_course_grade[student], student

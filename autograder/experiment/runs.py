@@ -7,6 +7,7 @@ import os
 import platform
 import sys
 import time
+from types import ModuleType
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,14 +60,14 @@ class Setup:
         self._dataset = None
 
     @property
-    def F(self):  # noqa: N802  (the notebook's own name for the framework)
+    def F(self) -> ModuleType:  # noqa: N802  (the notebook's own name for the framework)
         return reference_namespace(self.notebook)["F"]
 
     @property
-    def WeightedAttention(self):  # noqa: N802
+    def WeightedAttention(self) -> type:  # noqa: N802
         return reference_namespace(self.notebook)["WeightedAttention"]
 
-    def dataset(self):
+    def dataset(self) -> Any:
         """The chapter's dataset, loaded once per process."""
         if self._dataset is None:
             if self.corpus_path is None:

@@ -177,7 +177,7 @@ class SafeCollect(ExchangeCollect):
         not copied."""
         username = os.path.basename(src).rsplit("+", 3)[0]
         release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
-        left_out = []
+        left_out: list[tuple[str, str]] = []
         try:
             with handin.folder(os.path.dirname(src), os.path.basename(src)) as fd:
                 why = self._refusal_of(os.fstat(fd).st_uid, username)

@@ -142,10 +142,8 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
     One test per graded part (its score, partial credit included) and one per
     hand-graded answer (from the gradebook; 0 until graded); ``score`` is their sum.
     """
-    titles = {}
-    if course is not None:
-        for part in course.assignment(record.assignment).parts:
-            titles[part.id] = part.title
+    titles = {} if course is None else \
+        {given.id: given.title for given in course.assignment(record.assignment).parts}
     tests = []
     for part in record.parts:
         output = part_output(part)

@@ -36,17 +36,23 @@ rlimits, its own session and a scan that kills every process carrying the
 part's token, but it *can read and write whatever the grader can*.
 """
 
+from __future__ import annotations
+
 import functools
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+from typing import TYPE_CHECKING
 
 from autograder.sandbox import cgroup
 from autograder.sandbox.as_root import SANDBOX_UIDS, SandboxError, kill_user
 from autograder.sandbox.cgroup import CPU_CORES, MAX_PROCESSES
 from autograder.sandbox.jails import SCRATCH, BwrapJail, WeakJail
+
+if TYPE_CHECKING:
+    from autograder.config import Course
 
 __all__ = ["CPU_CORES", "SANDBOX_UIDS", "SCRATCH", "SandboxError", "corpus_path", "describe", "jail", "kill_user"]
 
@@ -57,7 +63,7 @@ BANNER_WEAK = ("WEAKER MODE: bubblewrap is not available ({why}); students' code
 CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def corpus_path(course=None) -> str | None:
+def corpus_path(course: Course | None = None) -> str | None:
     """The corpus file students' code may read, or None."""
     if course is None:
         from autograder import config
@@ -104,7 +110,7 @@ def _detect():
 _ANNOUNCED: set[int] = set()
 
 
-def jail(course=None, *, announce: bool = True) -> BwrapJail | WeakJail:
+def jail(course: Course | None = None, *, announce: bool = True) -> BwrapJail | WeakJail:
     """The strongest jail this machine supports, announcing the weaker mode once per process."""
     bwrap, why = _detect()
     corpus = corpus_path(course)

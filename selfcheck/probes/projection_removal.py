@@ -16,7 +16,7 @@ import numpy as np
 
 PROJECTIONS = ("query", "key", "value", "out")
 
-_DATASETS = {}
+_DATASETS: dict = {}
 
 
 def _framework():
@@ -52,7 +52,7 @@ def _set_weights(layer, weights):
     return layer
 
 
-def describe(ns, embed_size, remove):
+def describe(ns: dict, embed_size: int, remove: list[str]) -> dict:
     """Parameter count, parameter names and which projections are kept."""
     layer = _layer(ns, embed_size, remove)
     names = sorted(name for name, _ in layer.named_parameters())
@@ -60,7 +60,8 @@ def describe(ns, embed_size, remove):
             "kept": _kept(layer)}
 
 
-def model_parameters(ns, vocab_size, embed_size, remove, context_size=32, n_blocks=2):
+def model_parameters(ns: dict, vocab_size: int, embed_size: int, remove: list[str], context_size: int = 32,
+                     n_blocks: int = 2) -> int:
     """Parameters of the whole GPT built with the notebook's layer."""
     F = _framework()
     model = F.GPT(int(vocab_size), ns["WeightedAttention"], tuple(remove), context_size=int(context_size),
@@ -68,7 +69,7 @@ def model_parameters(ns, vocab_size, embed_size, remove, context_size=32, n_bloc
     return int(model.num_parameters())
 
 
-def forward(ns, embed_size, remove, weights, x):
+def forward(ns: dict, embed_size: int, remove: list[str], weights: dict, x: np.ndarray) -> np.ndarray:
     """The layer's output for input x (B, T, E) with the given weights, in float64."""
     F = _framework()
     layer = _set_weights(_layer(ns, embed_size, remove), weights)
@@ -87,7 +88,8 @@ def _tensors(layer, inp):
     return tensors
 
 
-def gradients(ns, embed_size, remove, weights, x, upstream):
+def gradients(ns: dict, embed_size: int, remove: list[str], weights: dict, x: np.ndarray,
+              upstream: np.ndarray) -> dict:
     """backward()'s gradients of sum(layer(x) * upstream), by key; None where it left none."""
     F = _framework()
     layer = _set_weights(_layer(ns, embed_size, remove), weights)
@@ -100,7 +102,8 @@ def gradients(ns, embed_size, remove, weights, x, upstream):
             for key, t in tensors.items()}
 
 
-def objective(ns, embed_size, remove, weights, x, upstream, keys, eps):
+def objective(ns: dict, embed_size: int, remove: list[str], weights: dict, x: np.ndarray,
+              upstream: np.ndarray, keys: list[str], eps: float) -> list[float]:
     """sum(layer(x) * upstream) with each entry of each tensor in ``keys`` moved by +eps, then
     by -eps, one at a time: the values the grader turns into central differences."""
     F = _framework()
@@ -132,7 +135,8 @@ def _dataset():
     return _DATASETS["chapter"]
 
 
-def short_run(ns, remove, steps, seed, test_batches, log_every=50):
+def short_run(ns: dict, remove: list[str], steps: int, seed: int, test_batches: int,
+              log_every: int = 50) -> dict:
     """Train the chapter's GPT with the notebook's layer for `steps` steps; a few seconds.
 
     Same seed, same batches and same initialisation as any other run with

@@ -13,7 +13,7 @@ from selfcheck.program import grade_id, is_solution, source
 _WHERE = re.compile(r"\s*\(<cell [^>]*>, line (\d+)\)")
 
 
-def load_failure(entry, code=None):
+def load_failure(entry: dict, code: str | None = None) -> str:
     """One line for a cell that did not load: its name, the error and the line."""
     error = entry["error"]
     found = _WHERE.search(error)
@@ -25,7 +25,7 @@ def load_failure(entry, code=None):
     return f"the cell '{entry['cell']}' did not load: {error}"
 
 
-def syntax_errors(nb):
+def syntax_errors(nb: dict) -> list[str]:
     """Load failures, as :func:`load_failure` entries, of the code cells that do not compile."""
     found = []
     for cell in nb["cells"]:
@@ -50,12 +50,12 @@ def _names(code, kinds, label=""):
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
-def uses(nb, parts):
+def uses(nb: dict, parts: list[dict]) -> dict[str, dict[str, list[str]]]:
     """part -> {other part: [its functions this part's cells call]}, read from the notebook."""
     code = {grade_id(c): source(c) for c in nb["cells"] if grade_id(c)}
     defined = {p["id"]: set().union(*(_names(code.get(c, ""), "defined", c) for c in p["cells"]))
                for p in parts}
-    found = {}
+    found: dict[str, dict[str, list[str]]] = {}
     for part in parts:
         called = set().union(*(_names(code.get(c, ""), "used") for c in part["cells"]))
         found[part["id"]] = {other: sorted(called & names) for other, names in defined.items()
@@ -63,7 +63,7 @@ def uses(nb, parts):
     return found
 
 
-def leaning_on(part, uses_of, failing_parts):
+def leaning_on(part: str | None, uses_of: dict, failing_parts: set[str]) -> str:
     """The sentence for a failing check of ``part`` whose helpers from other parts fail, or ''."""
     broken = [(other, names) for other, names in uses_of.get(part, {}).items() if other in failing_parts]
     if not broken:
@@ -73,7 +73,7 @@ def leaning_on(part, uses_of, failing_parts):
             "first. (At grading, each part runs with the reference version of the other parts.)")
 
 
-def closing(passed, failed, hidden):
+def closing(passed: int, failed: int, hidden: str) -> str:
     """The self-check's last line: where the student stands, and what grading adds."""
     if failed:
         return (f"{passed} public checks passed, {failed} failed: fix those first. "

@@ -13,6 +13,9 @@ raised while loading (a SyntaxError, say), naming the cell and the line.
 """
 
 import os
+import pathlib
+from collections.abc import Generator, Iterator
+from typing import Any
 
 import pytest
 
@@ -24,7 +27,7 @@ from selfcheck.student import Student, StudentError
 FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the assignment folder
 
 
-def pytest_addoption(parser):
+def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--notebook", default=None,
                      help="check this notebook instead of the one in the assignment folder")
 
@@ -32,7 +35,7 @@ def pytest_addoption(parser):
 class _Session:
     """The notebook under check, its process and what the checks found so far."""
 
-    def __init__(self, config):
+    def __init__(self, config: pytest.Config):
         self.info = manifest.read(FOLDER)
         self.path = config.getoption("notebook") or os.path.join(FOLDER, self.info["notebook"])
         try:
@@ -42,17 +45,17 @@ class _Session:
         self.program = program(nb)
         self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
         self.uses = notes.uses(nb, self.info["parts"])
-        self.failing_parts = set()
-        self.unloaded = []
-        self.student = None
+        self.failing_parts: set[str] = set()
+        self.unloaded: list[str] = []
+        self.student: Student | None = None
 
-    def handle(self):
+    def handle(self) -> Student:
         if self.student is None:
             self.student = Student(self.program, workdir=FOLDER, limits=manifest.limits(self.info),
                                    label=os.path.basename(self.path))
         return self.student
 
-    def load_failures(self):
+    def load_failures(self) -> list[str]:
         student = self.handle()
         try:
             student.start()             # loading is lazy: load now, to report it first
@@ -63,50 +66,53 @@ class _Session:
         return self.unloaded
 
 
-def pytest_configure(config):
-    config._selfcheck = _Session(config)
+SESSION = pytest.StashKey[_Session]()     # the session's _Session, on pytest's Config
 
 
-def pytest_unconfigure(config):
-    session = getattr(config, "_selfcheck", None)
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[SESSION] = _Session(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION, None)
     if session is not None and session.student is not None:
         session.student.close()
 
 
 @pytest.fixture(scope="session")
-def student(request):
-    return request.config._selfcheck.handle()
+def student(request: pytest.FixtureRequest) -> Student:
+    return request.config.stash[SESSION].handle()
 
 
 class _Loads(pytest.Item):
     """Every solution cell of the notebook loads."""
 
-    def runtest(self):
-        failures = self.config._selfcheck.load_failures()
+    def runtest(self) -> None:
+        failures = self.config.stash[SESSION].load_failures()
         if failures:
             raise CheckFailed("\n".join(failures))
 
-    def repr_failure(self, excinfo):
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         return str(excinfo.value)
 
-    def reportinfo(self):
+    def reportinfo(self) -> tuple[Any, int | None, str]:
         return self.path, None, "every cell loads"
 
 
 class _NotebookFile(pytest.File):
-    def collect(self):
+    def collect(self) -> Iterator[pytest.Item]:
         yield _Loads.from_parent(self, name="every cell loads")
 
 
-def pytest_collect_file(file_path, parent):
-    if file_path.name == parent.config._selfcheck.info["notebook"]:
+def pytest_collect_file(file_path: pathlib.Path, parent: pytest.Collector) -> pytest.File | None:
+    if file_path.name == parent.config.stash[SESSION].info["notebook"]:
         return _NotebookFile.from_parent(parent, path=file_path)
     return None
 
 
-def pytest_collection_modifyitems(config, items):
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The loading check first, then the parts in the notebook's order (a part's helpers first)."""
-    info = config._selfcheck.info
+    info = config.stash[SESSION].info
     order = {p["id"]: i for i, p in enumerate(info["parts"])}
     items.sort(key=lambda item: -1 if isinstance(item, _Loads)
                else order.get(manifest.part_of(info, item.path.name), len(order)))
@@ -117,12 +123,12 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
     if call.when != "call" or call.excinfo is None:
         return
-    session = item.config._selfcheck
+    session = item.config.stash[SESSION]
     part = manifest.part_of(session.info, item.path.name)
     if part:
         session.failing_parts.add(part)
@@ -135,8 +141,9 @@ def pytest_runtest_makereport(item, call):
         report.longrepr = f"{lean}\n{message}" if lean else message
 
 
-def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    info = config._selfcheck.info
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    info = config.stash[SESSION].info
     stats = terminalreporter.stats
     passed, failed = len(stats.get("passed", [])), len(stats.get("failed", []) + stats.get("error", []))
     hidden = ", ".join(f"{p['id']} {p['hidden_checks']}" for p in info["parts"])

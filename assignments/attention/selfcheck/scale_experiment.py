@@ -8,6 +8,8 @@ passes; each hint is given only when the numbers show that mistake.
 """
 
 import math
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,13 +19,13 @@ COLUMNS = ("d_k", "sd", "entropy_raw", "entropy_scaled", "max_alpha_raw")
 NATS = math.log(2)      # an entropy in nats is the entropy in bits times ln 2
 
 
-def columns(result, n):
+def columns(result: Any, n: int) -> dict[str, np.ndarray]:
     """The five columns as arrays of length ``n``, or a failure saying what is missing."""
     that(isinstance(result, dict), f"scale_experiment should return a dict of columns, got {fmt(result)}")
     missing = [k for k in COLUMNS if k not in result]
     that(not missing, f"scale_experiment's result has no {', '.join(map(repr, missing))} "
                       f"(expected the keys {', '.join(COLUMNS)})")
-    out = {}
+    out: dict[str, np.ndarray] = {}
     for key in COLUMNS:
         out[key] = as_array(result[key], f"scale_experiment's result[{key!r}]")
         that(out[key].shape == (n,), f"result[{key!r}] should hold one number per d_k (shape ({n},)), "
@@ -31,7 +33,8 @@ def columns(result, n):
     return out
 
 
-def within(value, low, high, what, hints=()):
+def within(value: float, low: float, high: float, what: str,
+           hints: Iterable[tuple[bool, str]] = ()) -> None:
     if low <= value <= high:
         return
     text = f"{what}: expected between {low:g} and {high:g}, got {value:.4f}."
@@ -46,7 +49,7 @@ def _in_nats(raw, scaled):
     return 1.60 * NATS <= raw[0] <= 2.10 * NATS and all(2.35 * NATS <= s <= 2.66 * NATS for s in scaled)
 
 
-def entropy(r):
+def entropy(r: dict[str, np.ndarray]) -> None:
     """Raw entropy collapses (1.78 bits at d_k = 4, 0.13 at 1024); scaled stays near 2.48 (d_k 4, 64, 1024)."""
     raw, scaled = r["entropy_raw"], r["entropy_scaled"]
     swapped = scaled[2] < 1.0 and raw[2] > 2.0
@@ -69,7 +72,7 @@ def entropy(r):
                                      "flatten toward uniform, 3 bits")])
 
 
-def largest_weight(r):
+def largest_weight(r: dict[str, np.ndarray]) -> None:
     """The largest raw weight grows toward 1 (0.55 at d_k = 4, 0.96 at 1024; d_k 4, 64, 1024)."""
     top = r["max_alpha_raw"]
     hint = [(top[2] < 0.5, "the largest weight was taken from the scaled softmax; this column is the raw one")]
@@ -77,7 +80,7 @@ def largest_weight(r):
     within(top[2], 0.93, 1.0, "mean largest raw weight at d_k = 1024 (chapter: 0.9611)", hints=hint)
 
 
-def spread(r, d_values):
+def spread(r: dict[str, np.ndarray], d_values: Sequence[int]) -> None:
     """The spread of q.k is about 0.90 sqrt(d_k) (0.88 to 0.91 in the chapter)."""
     ratio = r["sd"] / np.sqrt(np.asarray(d_values, dtype=float))
     mean = float(np.mean(ratio))
@@ -92,7 +95,7 @@ def spread(r, d_values):
                                          "s.std() of each trial's scores and average those")])
 
 
-def at_most_log2(value, n_keys, what):
+def at_most_log2(value: float, n_keys: int, what: str) -> None:
     that(value <= math.log2(n_keys) + 1e-9,
          f"{what}: {n_keys} keys have at most log2({n_keys}) = {math.log2(n_keys):g} bits, got {value:.4f}. "
          "Likely mistake: the number of keys is fixed at 8 instead of n_keys")

@@ -9,6 +9,7 @@ neither the repository nor pyyaml.
 import functools
 import json
 import os
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHIPPED = os.path.join(HERE, "chapter_numbers.json")
@@ -16,7 +17,7 @@ SOURCE = os.path.join(os.path.dirname(HERE), "data", "chapter_numbers.yaml")
 
 
 @functools.lru_cache(maxsize=None)
-def numbers():
+def numbers() -> dict:
     if os.path.exists(SOURCE):
         import yaml
         with open(SOURCE) as fh:
@@ -25,7 +26,7 @@ def numbers():
         return json.load(fh)
 
 
-def get(dotted):
+def get(dotted: str) -> Any:
     """``get("attention.one_query.alpha")`` -> the value at that path."""
     value = numbers()
     for key in dotted.split("."):

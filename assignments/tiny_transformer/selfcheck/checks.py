@@ -238,7 +238,7 @@ _KNOWN = {
 
 def diagnoses(checks):
     """The likely mistakes named by failing checks (or by the words of a known failure), most often named first."""
-    counts = {}
+    counts: dict[str, float] = {}
     for check in checks:
         message = check.get("message", "")
         found = LIKELY.findall(message) + [hint for words, hint in _KNOWN.items() if words in message]

@@ -10,7 +10,12 @@ import math
 import os
 import sys
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 import numpy as np
+
+_Axes = Any     # matplotlib's Axes, imported only when drawing
 
 
 def _pyplot():
@@ -33,7 +38,7 @@ def _axes(ax, figsize):
     return ax
 
 
-def parameter_bars(counts, title=None, ax=None):
+def parameter_bars(counts: Mapping[str, int], title: str | None = None, ax: _Axes | None = None) -> _Axes:
     """Bar chart of where a model's parameters sit.
 
     ``counts`` maps a group name (embeddings, attention, feed-forward, norms, ...)
@@ -59,7 +64,8 @@ def parameter_bars(counts, title=None, ax=None):
     return ax
 
 
-def attention_heatmap(weights, tokens=None, ax=None, title=None, *, sums=True, digits=2):
+def attention_heatmap(weights: np.ndarray, tokens: Sequence[str] | None = None, ax: _Axes | None = None,
+                      title: str | None = None, *, sums: bool = True, digits: int = 2) -> _Axes:
     """Attention weights as a grid: queries down the side, keys along the top.
 
     ``weights`` is (n, n), row i holding query i's weights over the keys;
@@ -115,7 +121,8 @@ def attention_heatmap(weights, tokens=None, ax=None, title=None, *, sums=True, d
     return ax
 
 
-def entropy_curves(d_values, raw, scaled, ax=None, *, n_keys=8):
+def entropy_curves(d_values: Sequence[int], raw: Any, scaled: Any,
+                   ax: _Axes | None = None, *, n_keys: int = 8) -> _Axes:
     """Entropy of the softmax weights against d_k: raw scores against scores / sqrt(d_k).
 
     ``d_values`` are the key widths (drawn on a log-2 axis), ``raw`` and ``scaled``
@@ -163,7 +170,8 @@ def _runs(values):
     return arr if arr.ndim == 2 else arr[None, :] if arr.ndim == 1 else arr.reshape(1, -1)
 
 
-def loss_curves(curves, log_every=100, ax=None, title=None, *, skip=0.1):
+def loss_curves(curves: Mapping[str, Sequence], log_every: int = 100, ax: _Axes | None = None,
+                title: str | None = None, *, skip: float = 0.1) -> _Axes:
     """Training-loss curves of several model variants on one set of axes.
 
     ``curves`` maps a variant to its curve (the mean loss of every ``log_every``
@@ -198,7 +206,8 @@ def loss_curves(curves, log_every=100, ax=None, title=None, *, skip=0.1):
     return ax
 
 
-def loss_bars(losses, ax=None, title=None, *, reference=None, digits=3):
+def loss_bars(losses: Mapping[str, float | Sequence[float]], ax: _Axes | None = None, title: str | None = None,
+              *, reference: Any = None, digits: int = 3) -> _Axes:
     """Final test loss of each variant as a bar, labelled with its value.
 
     ``losses`` maps a variant to a loss or to a list of losses (one per seed;

@@ -14,6 +14,8 @@ import math
 import re
 import unicodedata
 
+from typing import Any
+
 import numpy as np
 
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
@@ -30,7 +32,7 @@ class WireError(ValueError):
     """A value that cannot cross the boundary (an object, a pickle, a cycle)."""
 
 
-def clean_text(text, limit=MAX_TEXT):
+def clean_text(text: object, limit: int = MAX_TEXT) -> str:
     """Text safe to store, print and export: valid UTF-8, no control or bidirectional
     characters (newlines and tabs kept), at most ``limit`` characters."""
     text = str(text)
@@ -41,7 +43,7 @@ def clean_text(text, limit=MAX_TEXT):
     return text if len(text) <= limit else text[:limit - 1] + "\u2026"
 
 
-def parse(line):
+def parse(line: bytes) -> Any:
     """JSON from the student's process, refused (WireError) when too large or too nested."""
     if len(line) > MAX_BYTES:
         raise WireError(f"a message larger than {MAX_BYTES >> 20} MB")
@@ -55,7 +57,7 @@ def parse(line):
         raise WireError(f"an unreadable message ({str(exc)[:80]})") from None
 
 
-def encode(value, _depth=0):
+def encode(value: Any, _depth: int = 0) -> Any:
     """Turn a result into JSON-able plain data."""
     if _depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
@@ -86,7 +88,7 @@ def encode(value, _depth=0):
                     "strings, lists, tuples or dicts)")
 
 
-def decode(data):
+def decode(data: Any) -> Any:
     """Rebuild plain data; anything outside the allow-list is refused (WireError)."""
     try:
         return _decode(data, 0)
@@ -133,9 +135,9 @@ def _decode(data, _depth):
     raise WireError("unknown tagged value on the wire")
 
 
-def dumps(value):
+def dumps(value: Any) -> str:
     return json.dumps(encode(value), allow_nan=False)
 
 
-def loads(text):
+def loads(text: str | bytes) -> Any:
     return decode(parse(text.encode() if isinstance(text, str) else text))

@@ -21,13 +21,14 @@ class SelfCheckFailed(Exception):
 def _public_tests(path):
     """(name, test taking the student) for every test in a public file, parametrized ones expanded."""
     spec = importlib.util.spec_from_file_location(f"public_{os.path.basename(path)[:-3]}", path)
+    assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     tests = []
     for name, fn in vars(module).items():
         if not (name.startswith("test_") and callable(fn)):
             continue
-        cases = [("", {})]
+        cases: list[tuple[str, dict]] = [("", {})]
         for mark in getattr(fn, "pytestmark", []):
             if mark.name == "parametrize":
                 names = [n.strip() for n in mark.args[0].split(",")] if isinstance(mark.args[0], str) else mark.args[0]
@@ -56,7 +57,7 @@ def _run(tests, student):
             yield what, None
 
 
-def check(part, folder="."):
+def check(part: str, folder: str = ".") -> None:
     """Run one part's public checks on this notebook's current definitions and print them.
 
     Cells of the saved notebook that do not compile are reported first; a check

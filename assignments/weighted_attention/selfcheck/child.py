@@ -21,6 +21,7 @@ import linecache
 import os
 import sys
 import traceback
+from typing import IO
 
 from selfcheck import wire
 
@@ -76,7 +77,7 @@ class _Channel:
 
     def __init__(self, requests, answers):
         self.requests, self.answers = requests, answers
-        self.stand_ins = None         # (to, from) file objects of the stand-ins' pipes
+        self.stand_ins: tuple[IO[bytes], IO[bytes]] | None = None   # (to, from): the stand-ins' pipes
         self.started = False
 
     def send(self, message):
@@ -103,6 +104,7 @@ class _Channel:
                 if not reply.get("ok"):
                     raise StandInError(f"`{name}` (another part's function) is not available: {reply.get('error')}")
                 self.started = True
+            assert self.stand_ins is not None, "stand-ins are loaded only with their pipes"
             to, back = self.stand_ins
             try:
                 to.write(message.encode() + b"\n")
@@ -194,7 +196,7 @@ def _call(ns, request):
         return {"ok": False, "kind": "error", "error": f"`{request['name']}` returned {exc}"}
 
 
-def main(answer_fd):
+def main(answer_fd: str) -> None:
     answers = os.fdopen(int(answer_fd), "w", buffering=1)
     channel = _Channel(sys.stdin, answers)
     channel.send({"op": "ready"})

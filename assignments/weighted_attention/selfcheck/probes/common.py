@@ -1,7 +1,9 @@
 """Probes any part can use."""
 
+from typing import Any
 
-def call_keeping_arguments(ns, name, *args):
+
+def call_keeping_arguments(ns: dict, name: str, *args: Any) -> tuple[Any, list]:
     """Call ``name(*args)``; return its answer and its arguments as they are afterwards.
 
     Whether the call changed an argument is for the grader to decide, from
