@@ -31,6 +31,7 @@ import os
 import pwd
 import shutil
 import stat
+import datetime
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
@@ -110,7 +111,7 @@ class SafeCollect(ExchangeCollect):
         hand-in (in the exchange or already collected) carried first, by the exchange's times.
         The secret is made at submit and kept in the student's home, so a second student can
         only have it by copying it; the earlier hand-in is the original, and stays."""
-        carried = []            # (time, student, hand-in or collected submission, its record or None)
+        carried: list[tuple[datetime.datetime, str, str, dict | None]] = []   # (time, student, hand-in or collected, record)
         for student, records in accepted.items():
             carried += [(rec["timestamp"], student, os.path.join(self.inbound_path, rec["filename"]), rec)
                         for rec in records]
