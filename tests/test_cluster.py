@@ -15,6 +15,7 @@ scheduler leaves the next one to start another.
 
 import asyncio
 import contextlib
+import json
 import os
 import pathlib
 import signal
@@ -84,7 +85,8 @@ class Cluster:
             "worker", scheduler or self.address, "--host", "127.0.0.1", "--nthreads", "1", "--no-nanny",
             "--no-dashboard", "--dashboard-address", "127.0.0.1:0",
             "--local-directory", self.private(f"worker-space-{len(self.started)}"),
-            *(_tls(self.certs, "worker") if tls is None else tls)], **env)
+            *(_tls(self.certs, "worker") if tls is None else tls)],
+            **{"DASK_DISTRIBUTED__WORKER__HTTP__ROUTES": "['distributed.http.health']", **env})
 
     def ready(self, workers=1, **env):
         """A running scheduler with at least ``workers`` of the course's workers registered."""
@@ -281,15 +283,19 @@ def test_without_the_courses_credentials_nothing_connects_runs_or_joins(course, 
         cluster.kill(proc)
 
     import psutil
+    spoken = {int(a.rsplit(":", 1)[1]) for a in [cluster.address, *honest]}    # the TLS ports
     for proc in [cluster.scheduler] + cluster.workers:        # bound to the address given, nothing else
         listening = {c.laddr for c in psutil.Process(proc.pid).net_connections("inet")
                      if c.status == psutil.CONN_LISTEN}
         assert listening and {a.ip for a in listening} == {"127.0.0.1"}, listening
-        if proc is cluster.scheduler:                         # its web server answers /health, nothing more
-            web = [f"http://127.0.0.1:{a.port}" for a in listening if f":{a.port}" not in cluster.address]
-            assert [urllib.request.urlopen(f"{url}/health").read() for url in web] == [b"ok"]
+        web = [f"http://127.0.0.1:{a.port}" for a in listening if a.port not in spoken]
+        assert web, listening                                 # its web server answers /health, nothing more
+        assert [urllib.request.urlopen(f"{url}/health").read() for url in web] == [b"ok"] * len(web)
+        for page in ("/info/main/workers.html", "/metrics", "/statics/"):
             with pytest.raises(urllib.error.HTTPError, match="404"):
-                urllib.request.urlopen(f"{web[0]}/info/main/workers.html")
+                urllib.request.urlopen(f"{web[0]}{page}")
+        listed = json.loads(urllib.request.urlopen(f"{web[0]}/sitemap.json").read())["paths"]   # Dask always lists
+        assert set(listed) <= {"/health", "/sitemap.json"}, listed
 
     made = sorted(p.name for p in certs.iterdir())
     assert made == ["ca.pem", "client-key.pem", "client.pem", "scheduler-key.pem", "scheduler.pem",
