@@ -1,6 +1,7 @@
 """course.yaml is validated when loaded: each mistake stops with one line naming file and key."""
 
 import os
+import pathlib
 import shutil
 
 import pytest
@@ -93,6 +94,19 @@ def test_the_cli_reports_a_config_error_and_exits_2(course_copy, capsys):
     path = edit(course_copy, lambda d: d["limits"].__setitem__("time_per_test", 0))
     assert cli.main(["--config", str(path), "release"]) == 2
     assert "time_per_test: must be > 0" in capsys.readouterr().err
+
+
+def test_a_folder_with_its_own_course_is_never_worked_on_as_another(course_copy, capsys, monkeypatch):
+    """`course exchange --setup` in a second clone with the first clone's `course` would rewrite the
+    first's course.yaml and bind this folder's nbgrader to it: it stops, naming both, and changes nothing."""
+    from autograder import cli
+    before = {p: p.read_bytes() for p in (course_copy / "course.yaml", pathlib.Path(config.ROOT, "course.yaml"))}
+    monkeypatch.chdir(course_copy)
+    assert cli.main(["exchange", "--setup", "--root", str(course_copy / "elsewhere")]) == 2
+    err = capsys.readouterr().err
+    assert f"{course_copy} holds its own course.yaml" in err and f"--config {course_copy}/course.yaml" in err
+    assert {p: p.read_bytes() for p in before} == before and not (course_copy / "elsewhere").exists()
+    assert not (course_copy / "nbgrader_config.py").exists()
 
 
 def test_cluster_and_gradebook_url_are_optional_and_checked(course_copy, monkeypatch):
