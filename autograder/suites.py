@@ -149,6 +149,10 @@ def _reason(checks, load_errors, status):
     diagnosis = diagnoses([dataclasses.asdict(c) for c in failing])     # selfcheck's plain form
     if unloaded:
         return f"{unloaded}. {count}; first: {failing[0].message}"
+    timeouts = [c for c in failing if c.status == "timeout"]
+    if timeouts:                # the call that took too long, not a check it left unrun
+        timed_out = next((c for c in timeouts if "not run:" not in c.message), timeouts[0])
+        return f"Timed out: {timed_out.message}. {count}"
     if diagnosis:
         return f"Likely mistake: {diagnosis[0]}. {count}; first: {failing[0].doc}"
     return f"{count}; first: {failing[0].message}"
