@@ -211,6 +211,9 @@ def main(argv=None):
     if torch is not None:
         ratio = medians["pytorch eager"] / medians["numpy framework"]
         print(f"  ratio: pytorch / numpy = {ratio:.2f}")
+        framework = medians["numpy framework"] / medians["pytorch eager"]
+        print(f"  figure: the framework's training step against PyTorch eager: {framework:.2f}x its time "
+              f"(target <= 0.5x) {'met' if framework <= 0.5 else 'NOT MET'}")
     else:
         print("  (to compare with PyTorch: .venv/bin/pip install torch==2.13.0, the CPU wheel, or see the top of "
               "bench/train_step.py for a scratch venv)")
