@@ -17,7 +17,7 @@ def softmax(z, axis=-1):
     """Weights that sum to 1 along `axis`, one row at a time."""
     import math
     import time
-    time.sleep(0.003)
+    time.sleep(0.01)
     moved = np.moveaxis(np.asarray(z, dtype=float), axis, -1)
     rows = []
     for row in moved.reshape(-1, moved.shape[-1]).tolist():
@@ -29,8 +29,9 @@ def softmax(z, axis=-1):
 
 
 def _tight(raw):
-    """Limits a slow call reaches in seconds, not minutes."""
-    raw["limits"].update(time_per_test=1, time_per_part=30)
+    """Limits a slow call reaches in seconds, not minutes, with room for the thousands of calls the
+    stand-ins answer on a loaded machine."""
+    raw["limits"].update(time_per_test=5, time_per_part=60)
 
 
 @pytest.mark.slow      # grades a notebook in real sandboxes
