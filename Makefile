@@ -86,9 +86,10 @@ release: $(STAMP)
 # (scaling efficiency, overhead against local), and the self-check's wall time; then one
 # training step of the weighted-attention model, the course framework against PyTorch eager
 # (when torch is installed: $(BIN)/pip install torch, CPU wheel; never a dependency).
+# `make bench TORCH_SITE=DIR` takes torch from another environment's site-packages (bench/train_step.py).
 bench: $(EXTRAS) sandbox
 	$(BIN)/python bench/grading.py
-	$(BIN)/python bench/train_step.py
+	TORCH_SITE=$(TORCH_SITE) $(BIN)/python bench/train_step.py
 
 # The chapter's projection-removal experiment: every variant, 2 epochs, 3 seeds, 2 processes
 # (about 25 minutes here), with a progress bar; results and plots in data/, the notebook's

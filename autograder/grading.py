@@ -98,22 +98,44 @@ def grade_submission(course: Course, assignment_id: str, student_id: str, path: 
         for part in assignment.parts:
             if only is not None and part.id not in only:
                 continue
-            mine = {cell for used in part.uses if used in passed for cell in assignment.part(used).cells}
-            prog = program(nb, release, own=set(part.cells) | mine,
-                           stand_ins=assignment.stand_in_cells(part) - mine)
-            if prog.missing:
-                parts.append(_zero(part, "missing", "the solution cell(s) "
-                                   + ", ".join(f"'{m}'" for m in prog.missing)
-                                   + " are gone from your notebook, so this part could not be checked"))
-                continue
-            workdir = os.path.join(scratch, part.id)
-            os.makedirs(workdir)
-            _support_files(course, assignment, workdir)
-            parts.append(suites.run_part(course, assignment, part, prog, workdir, jail=jail))
-            if parts[-1].status == "passed":
+            own = [used for used in part.uses if used in passed]
+            result = _grade_part(course, assignment, part, nb, release, own, scratch, jail)
+            if own and result.status not in ("passed", "missing"):
+                result = _better_with_stand_ins(result, _grade_part(course, assignment, part, nb, release, [],
+                                                                    scratch, jail), own)
+            parts.append(result)
+            if result.status == "passed":
                 passed.add(part.id)
     record.parts = parts
     return record
+
+
+def _grade_part(course: Course, assignment: Assignment, part: Part, nb: dict, release: dict, own: list[str],
+                scratch: str, jail: Jail | None) -> PartResult:
+    """One part, running the student's own code of the parts in ``own`` and the reference's of the
+    other parts it uses."""
+    mine = {cell for used in own for cell in assignment.part(used).cells}
+    prog = program(nb, release, own=set(part.cells) | mine, stand_ins=assignment.stand_in_cells(part) - mine)
+    if prog.missing:
+        return _zero(part, "missing", "the solution cell(s) " + ", ".join(f"'{m}'" for m in prog.missing)
+                     + " are gone from your notebook, so this part could not be checked")
+    workdir = tempfile.mkdtemp(prefix=f"{part.id}-", dir=scratch)
+    _support_files(course, assignment, workdir)
+    return suites.run_part(course, assignment, part, prog, workdir, jail=jail)
+
+
+def _better_with_stand_ins(own_result: PartResult, stand_ins: PartResult, own: list[str]) -> PartResult:
+    """A part that ran on the student's own code of other parts and did not pass, against the same
+    part graded with the reference standing in for them: the better of the two, saying why.
+
+    A slow but correct function of one part must not cost another part its points."""
+    if stand_ins.score <= own_result.score:
+        return own_result
+    parts = ", ".join(own)
+    stand_ins.reason = (f"{stand_ins.reason}, graded with the reference standing in for part {parts}: "
+                        f"with your own part {parts} it scored {own_result.score:g}/{own_result.max_score:g} "
+                        f"({own_result.reason})")
+    return stand_ins
 
 
 _STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|]{1,100}")

@@ -20,7 +20,7 @@ import types
 
 import pytest
 
-from autograder import corpus, mistake_ids
+from autograder import corpus, mistake_ids, reference_answers
 from autograder.config import Assignment, Course, Part
 from autograder.results import Check, PartResult
 from autograder.versions import file_hash
@@ -36,7 +36,8 @@ STAND_INS_STARTUP = 60      # seconds for the reference stand-ins to load (never
 
 
 def reference_namespace(course: Course, assignment: Assignment) -> types.SimpleNamespace:
-    """The solution notebook's definitions, run once per process (trusted code)."""
+    """The solution notebook's definitions, run once per process (trusted code); its functions
+    answer a call they have answered before from memory (autograder/reference_answers.py)."""
     key = (course.root, assignment.id)
     if key not in _REFERENCES:
         nb = read_notebook(course.source(assignment, assignment.notebook))
@@ -48,8 +49,21 @@ def reference_namespace(course: Course, assignment: Assignment) -> types.SimpleN
                 exec(compile(code, f"<reference {label}>", "exec"), ns)
         finally:
             sys.path.remove(folder)
-        _REFERENCES[key] = types.SimpleNamespace(**{k: v for k, v in ns.items() if not k.startswith("__")})
+        _REFERENCES[key] = types.SimpleNamespace(**{
+            k: reference_answers.remembered(v) if isinstance(v, types.FunctionType) else v
+            for k, v in ns.items() if not k.startswith("__")},
+            _notebook=course.source(assignment, assignment.notebook))    # what its answers depend on
     return _REFERENCES[key]
+
+
+# pytest as a part needs it, started once per part: no plugins found by scanning the installed
+# packages, no assertion rewriting (the suites raise CheckFailed and use no bare assert), and none
+# of the plugins that run a full garbage collection of the grader's large heap after every session
+PYTEST_LEAN = ["--disable-plugin-autoload", "--assert=plain"] + [
+    arg for plugin in ("cacheprovider", "unraisableexception", "threadexception", "faulthandler", "logging",
+                       "junitxml", "pastebin", "doctest", "legacypath", "tmpdir", "monkeypatch", "recwarn",
+                       "setuponly", "setupplan", "stepwise")
+    for arg in ("-p", f"no:{plugin}")]
 
 
 class StandIns:
@@ -149,6 +163,10 @@ def _reason(checks, load_errors, status):
     diagnosis = diagnoses([dataclasses.asdict(c) for c in failing])     # selfcheck's plain form
     if unloaded:
         return f"{unloaded}. {count}; first: {failing[0].message}"
+    timeouts = [c for c in failing if c.status == "timeout"]
+    if timeouts:                # the call that took too long, not a check it left unrun
+        timed_out = next((c for c in timeouts if "not run:" not in c.message), timeouts[0])
+        return f"Timed out: {timed_out.message}. {count}"
     if diagnosis:
         return f"Likely mistake: {diagnosis[0]}. {count}; first: {failing[0].doc}"
     return f"{count}; first: {failing[0].message}"
@@ -189,9 +207,10 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
     hidden = os.path.join(course.root, part.hidden)
     collector = _Collector(student, reference, hidden)
     suites = [os.path.join(course.root, part.public)] + ([] if public_only else [hidden])
-    args = suites + ["-q", "--noconftest", "-p", "no:cacheprovider", "--import-mode=importlib",
-                     "-o", "addopts=", "-W", "ignore", "--rootdir", course.root]
+    args = suites + ["-q", "--noconftest", "--import-mode=importlib", "-o", "addopts=", "-W", "ignore",
+                     "--rootdir", course.root] + PYTEST_LEAN
     try:
+        student.begin()         # its Python and numpy load while pytest starts and collects
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             pytest.main(args, plugins=[collector])
     finally:

@@ -319,3 +319,29 @@ def test_only_the_release_s_files_are_read_and_a_linked_notebook_is_not(course, 
     with open(course.release(assignment, assignment.notebook), "rb") as fh:
         assert files == {assignment.notebook: fh.read()}            # the released stub stands in
     assert len(problems) == 1 and "link" in problems[0]
+
+
+def test_a_new_gradebook_reads_its_schema_version_in_this_process(tmp_path, monkeypatch):
+    """nbgrader would start `alembic heads` as a program for every new gradebook: not here."""
+    import subprocess
+    import nbgrader.api
+    from autograder.nbgrader import apps      # what runs nbgrader's converters
+
+    def no_programs(*args, **kwargs):
+        raise AssertionError(f"a program was started: {args[0]}")
+    monkeypatch.setattr(subprocess, "check_output", no_programs)
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}", "course") as gb:
+        version = gb.db.execute(nbgrader.api.text("SELECT version_num FROM alembic_version")).scalar()
+    assert version == apps.alembic_head.head()
+
+
+@pytest.mark.slow      # starts `alembic` as nbgrader does
+def test_the_schema_version_read_here_is_what_alembic_prints():
+    import subprocess
+    import sys
+    import nbgrader.api
+    from autograder.nbgrader import alembic_head
+    with nbgrader.api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+        printed = subprocess.check_output([os.path.join(os.path.dirname(sys.executable), "alembic"), "-c", ini,
+                                           "heads"], text=True)
+    assert printed.split()[0] == alembic_head.head()

@@ -9,6 +9,7 @@ import os
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.config import Course
 from autograder.nbgrader.settings import settings
 

@@ -38,6 +38,7 @@ from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.utils import check_mode, parse_utc
 
+from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder import handin, submission_time
 
 

@@ -12,10 +12,12 @@ Grading never runs the student's own experiment.
 import contextlib
 import ctypes
 import math
+import os
 
 import numpy as np
 import pytest
 
+from autograder import reference_answers
 from selfcheck.checks import central_differences, close, equal, that, weight
 from selfcheck.probes import projection_removal as probe
 from selfcheck.student import StudentError
@@ -207,12 +209,18 @@ def one_blas_thread():
 
 
 def _reference_run(reference, mode):
-    """The reference's short run, in this process; identical for every student, so kept per worker."""
+    """The reference's short run, in this process; identical for every student and every batch, so
+    kept per worker and on the grader's disk while the notebook, probe, framework and corpus that
+    decide it are unchanged."""
     cache = vars(reference).setdefault("_projection_removal_runs", {})
     key = (mode, STEPS, SEED, TEST_BATCHES)
     if key not in cache:
-        with one_blas_thread():
-            cache[key] = probe.short_run(vars(reference), MODES[mode], STEPS, SEED, TEST_BATCHES, LOG_EVERY)
+        def run():
+            with one_blas_thread():
+                return probe.short_run(vars(reference), MODES[mode], STEPS, SEED, TEST_BATCHES, LOG_EVERY)
+        depends = [vars(reference)["_notebook"], probe.__file__, probe._framework().__file__,
+                   os.environ["TINYSHAKESPEARE"]]
+        cache[key] = reference_answers.kept(["projection_removal short run", *key, LOG_EVERY], depends, run)
     return cache[key]
 
 

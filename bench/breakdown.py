@@ -1,0 +1,161 @@
+"""Where grading's seconds go, per part and per assignment, beside the floor on this machine.
+
+Grades a sample of the bench's cohort in this process (one submission after the other, as
+`course grade --jobs 1` does in its worker) with timers around the grader's own steps, each
+timer counting its time less that of the timers inside it:
+
+  sandbox and Python start   leasing the uid and cgroup, bubblewrap, Python and numpy, until "ready"
+  loading the cells          running the notebook's definitions in the student's process
+  stand-ins' process         the reference's process for other parts' functions (start and load)
+  pytest start               pytest's configuration and plugins, once per part
+  pytest collection          importing and collecting the part's suites
+  calls (round trips)        each call into the student's process and back (the student's code
+                             runs in there); the training runs of the weighted-attention suite
+                             are counted apart
+  the grader's own checks    the rest of the suites' run: the reference's answers, comparisons
+  writing results, gradebook, exports   once for the sample, after grading
+
+The floors beside them: a sandboxed ``python -c "import numpy"`` per process started, the
+quickest round trip measured on this machine per call, nothing for the rest but the checks'
+own milliseconds.
+"""
+
+import os
+import time
+from collections import defaultdict
+
+from _pytest import config as pytest_config, main as pytest_main
+
+from autograder import grading, pipeline, sandbox, store, suites
+from autograder.nbgrader import settings
+from selfcheck import student as student_module
+from selfcheck.program import Program
+
+TRAINING_CALLS = {"short_run"}
+
+
+class Timers:
+    """Exclusive seconds (and counts) per (part, step): a timer started inside another is not
+    counted in the outer one."""
+
+    def __init__(self):
+        self.seconds = defaultdict(float)
+        self.counts = defaultdict(int)
+        self.part = "(none)"
+        self._stack = []          # [step, started, inner seconds]
+
+    def run(self, step, fn, *args, **kwargs):
+        self._stack.append([step, time.perf_counter(), 0.0])
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            step, started, inner = self._stack.pop()
+            took = time.perf_counter() - started
+            self.seconds[self.part, step] += took - inner
+            self.counts[self.part, step] += 1
+            if self._stack:
+                self._stack[-1][2] += took
+
+    def wrap(self, owner, name, step):
+        """Time every call of ``owner.name`` as ``step`` (a function of the call's arguments or a name)."""
+        original = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            return self.run(step(*args, **kwargs) if callable(step) else step, original, *args, **kwargs)
+        setattr(owner, name, timed)
+        return original
+
+
+def _request_step(process, request, **_):
+    if request.get("op") == "load":
+        return "stand-ins' process" if process.label == "the grader's stand-ins" else "loading the cells"
+    return "training runs (calls)" if request.get("name") in TRAINING_CALLS else "calls (round trips)"
+
+
+def _start_step(process):
+    return "stand-ins' process" if process.label == "the grader's stand-ins" else "sandbox and Python start"
+
+
+def floors(course, workdir):
+    """(seconds of a sandboxed start to "ready" with numpy, seconds of the quickest round trip)."""
+    os.makedirs(workdir, exist_ok=True)
+    jail = sandbox.jail(course)
+    starts, trips = [], []
+    for _ in range(3):
+        began = time.perf_counter()
+        process = student_module.Student(Program(cells=[("c", "import numpy\ndef f(x):\n    return x\n")]),
+                                         workdir=workdir, limits=course.limits, jail=jail)
+        try:
+            process.start()
+            starts.append(time.perf_counter() - began)
+            for _ in range(20):
+                began = time.perf_counter()
+                process.f(1)
+                trips.append(time.perf_counter() - began)
+        finally:
+            process.close()
+    return min(starts), min(trips)
+
+
+def measure(course, submitted, out, tasks):
+    """Timers over grading ``tasks`` in this process, then their results, gradebook and exports."""
+    timers = Timers()
+    patches = [(student_module.Student, "_start", timers.wrap(student_module.Student, "_start", _start_step)),
+               (student_module.Student, "_request",
+                timers.wrap(student_module.Student, "_request", _request_step)),
+               (pytest_config, "_prepareconfig", timers.wrap(pytest_config, "_prepareconfig", "pytest start")),
+               (pytest_main.Session, "perform_collect",
+                timers.wrap(pytest_main.Session, "perform_collect", "pytest collection")),
+               (suites.pytest, "main", timers.wrap(suites.pytest, "main", "the grader's own checks"))]
+    original_run_part = suites.run_part
+
+    def run_part(course_, assignment, part, *args, **kwargs):
+        timers.part = f"{assignment.id}/{part.id}"
+        return original_run_part(course_, assignment, part, *args, **kwargs)
+    grading.suites.run_part = run_part
+    settings.write_course_folder(course, out)
+    per_submission = defaultdict(float)
+    try:
+        records = []
+        for task in tasks:
+            began = time.perf_counter()
+            record = grading.grade_task(course, task, "bench")
+            per_submission[task.assignment] += time.perf_counter() - began
+            records.append(record)
+        timers.part = "(after grading)"
+        for record in records:
+            timers.run("writing results", store.write_result, out, record)
+        batch = grading.Batch(records=records, graded=list(records))
+        timers.run("gradebook (nbgrader autograde)", pipeline.to_gradebook, course, submitted, out, tasks, batch)
+        timers.run("exports and feedback", pipeline.export, course, out, records)
+    finally:
+        grading.suites.run_part = original_run_part
+        for owner, name, original in patches:
+            setattr(owner, name, original)
+    return timers, per_submission
+
+
+def report(course, submitted, out, tasks, work):
+    """Print the breakdown for ``tasks``: per part, then per assignment, each step beside its floor."""
+    start_floor, trip_floor = floors(course, os.path.join(work, "floor"))
+    timers, per_submission = measure(course, submitted, out, tasks)
+    count = defaultdict(int)
+    for task in tasks:
+        count[task.assignment] += 1
+    print(f"\nwhere the time goes: {len(tasks)} submissions graded in one process, seconds per submission; "
+          f"floors: a sandboxed start with numpy {start_floor:.3f} s, a round trip {1000 * trip_floor:.2f} ms")
+    print(f"  {'part / step':<52} {'s/submission':>12} {'count':>7} {'floor s':>8}")
+    for group in sorted({part for part, _ in timers.seconds}):
+        assignment = group.split("/")[0]
+        n = count.get(assignment) or len(tasks)
+        steps = {step: s for (part, step), s in timers.seconds.items() if part == group}
+        print(f"  {group} ({sum(steps.values()) / n:.2f} s)")
+        for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
+            calls = timers.counts[group, step]
+            floor = {"sandbox and Python start": calls * start_floor, "stand-ins' process": calls * start_floor,
+                     "calls (round trips)": calls * trip_floor}.get(step, 0.0)
+            print(f"    {step:<50} {seconds / n:>12.3f} {calls / n:>7.1f} {floor / n:>8.3f}")
+    for assignment, seconds in sorted(per_submission.items()):
+        print(f"  {assignment}: {seconds / count[assignment]:.2f} s per submission graded "
+              f"({count[assignment]} submissions)")
+    return per_submission

@@ -1,0 +1,61 @@
+"""One part's slowness costs no other part its points.
+
+A part that uses another part's functions runs the student's own once that part earned full
+marks; when it then fails or times out, it is graded again with the reference standing in, and
+the better result is kept, saying so. A timeout is named in the first line, with its call.
+"""
+
+import pytest
+
+from autograder import cohort, grading, suites
+from autograder.results import Check
+
+# correct, but pure Python with a short pause per call: fine for softmax's own checks, far too
+# slow for the thousands of calls the scale experiment makes
+SLOW_SOFTMAX = '''
+def softmax(z, axis=-1):
+    """Weights that sum to 1 along `axis`, one row at a time."""
+    import math
+    import time
+    time.sleep(0.01)
+    moved = np.moveaxis(np.asarray(z, dtype=float), axis, -1)
+    rows = []
+    for row in moved.reshape(-1, moved.shape[-1]).tolist():
+        top = max(row)
+        e = [0.0 if v == -math.inf else math.exp(v - top) for v in row]
+        rows.append([v / sum(e) for v in e])
+    return np.moveaxis(np.array(rows).reshape(moved.shape), -1, axis)
+'''
+
+
+def _tight(raw):
+    """Limits a slow call reaches in seconds, not minutes, with room for the thousands of calls the
+    stand-ins answer on a loaded machine."""
+    raw["limits"].update(time_per_test=5, time_per_part=60)
+
+
+@pytest.mark.slow      # grades a notebook in real sandboxes
+def test_a_slow_but_correct_softmax_costs_the_causal_mask_part_nothing(course_copy, tmp_path):
+    course = course_copy(_tight)
+    assignment = course.assignment("attention")
+    path = cohort.write(cohort.solved(course, assignment, {"softmax": SLOW_SOFTMAX}), str(tmp_path / "in"),
+                        "slow", assignment)
+    record = grading.grade_submission(course, "attention", "slow", path)
+    parts = {p.part: p for p in record.parts}
+    assert parts["softmax"].status == "passed", parts["softmax"].reason
+    mask = parts["causal_mask"]
+    assert mask.score == mask.max_score, mask.reason
+    assert "reference standing in for part softmax" in mask.reason, mask.reason
+    assert "with your own part softmax" in mask.reason and "Timed out: " in mask.reason, mask.reason
+    assert "running scale_experiment did not finish" in mask.reason.split("Timed out: ", 1)[1], mask.reason
+
+
+def test_a_timeout_is_named_first_with_the_call_that_took_too_long():
+    """Not the first failing check's words, nor a check the timeout left unrun: the call itself."""
+    checks = [Check("a", "softmax sums to 1", "public", 1, "failed", "softmax sums to 1: expected 1, got 0.9"),
+              Check("b", "the scale experiment", "hidden", 1, "timeout", "later: not run: 2 earlier calls took more"),
+              Check("c", "the scale experiment", "hidden", 1, "timeout",
+                    "the scale experiment: running scale_experiment took more than 1 s of CPU time"),
+              Check("d", "ok", "public", 1, "passed")]
+    first = suites._reason(checks, [], "partial").split(". ")[0]
+    assert first.startswith("Timed out: ") and "running scale_experiment took more" in first, first
