@@ -340,9 +340,10 @@ def main(argv: list[str] | None = None) -> int:
         args.args = extra + args.args
     try:
         course = config.load(args.config)
-        for folder in {os.getcwd(), getattr(args, "dir", None), getattr(args, "out", None)} - {None}:
-            if args.config is None:                 # the course was not named: it must be the folder's
-                config.refuse_another_course(course, folder)
+        if args.config is None:                     # the course was not named: it must be the folder's
+            for folder in {os.getcwd(), getattr(args, "dir", None), getattr(args, "out", None)}:
+                if isinstance(folder, str):
+                    config.refuse_another_course(course, folder)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
                 "export": cmd_export, "report": cmd_report, "exchange": cmd_exchange, "check": cmd_check,
                 "cluster": cmd_cluster,

@@ -15,13 +15,15 @@ import json
 import os
 import pickle
 import tempfile
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 
 
-def _plain(value, depth=0) -> bool:
+def _plain(value: object, depth: int = 0) -> bool:
     if depth > 20:
         return False
     if isinstance(value, _SCALARS):
@@ -35,7 +37,7 @@ def _plain(value, depth=0) -> bool:
     return False
 
 
-def remembered(fn):
+def remembered(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` answering a call it has answered before from memory."""
     answers: dict[bytes, object] = {}
     changes_its_arguments = False
@@ -70,7 +72,7 @@ def file_digest(path: str) -> str:
         return hashlib.sha256(fh.read()).hexdigest()
 
 
-def kept(what, depends_on: list[str], compute):
+def kept(what: object, depends_on: list[str], compute: Callable[[], Any]) -> Any:
     """``compute()`` (a JSON answer) once per machine for ``what`` (plain data) as long as the
     files in ``depends_on`` (and numpy's version) are unchanged; a kept answer that cannot be
     read is computed again."""
