@@ -76,9 +76,12 @@ def read_at(fd, name, limit, shown=None):
     so that the caller can tell a file that is too large."""
     handle = _open(fd, name, _FILE, shown or name, "file")
     with os.fdopen(handle, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise Refused(f"{shown or name} is not a regular file")
-        return fh.read(limit + 1)
+        try:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise Refused(f"{shown or name} is not a regular file")
+            return fh.read(limit + 1)
+        except OSError as exc:
+            raise Refused(f"{shown or name} could not be read ({exc.strerror})") from None
 
 
 def read(base, names, limit):
@@ -110,20 +113,25 @@ def read_submission(path: str) -> bytes:
         raise NotebookError(str(exc)) from None
 
 
-def entries(fd):
-    """``{name: kind}`` of the folder open at ``fd``; kind is folder, file, link or other (never followed)."""
+def entries(fd, shown=None):
+    """``{name: kind}`` of the folder open at ``fd``; kind is folder, file, link or other (never
+    followed). Refused when the folder cannot be listed, or one of its entries looked at (a folder
+    its student made unsearchable, an entry gone while it was listed)."""
     found = {}
-    for entry in os.scandir(fd):
-        mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
-        found[entry.name] = ("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
-                             else "link" if stat.S_ISLNK(mode) else "other")
+    try:
+        for entry in os.scandir(fd):
+            mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
+            found[entry.name] = ("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
+                                 else "link" if stat.S_ISLNK(mode) else "other")
+    except OSError as exc:
+        raise Refused(f"{shown or 'the folder'} could not be listed ({exc.strerror})") from None
     return found
 
 
 def listing(fd, prefix=""):
     """``{path: kind}`` of everything below the folder open at ``fd`` (links are not descended)."""
     found = {}
-    for name, kind in entries(fd).items():
+    for name, kind in entries(fd, prefix.rstrip("/")).items():
         found[prefix + name] = kind
         if kind == "folder":
             try:
@@ -152,6 +160,18 @@ EXCHANGE_FILES = (submission_time.NAME, SECRET)
 MAX_EXCHANGE_FILE = 200
 
 
+def secret_problem(secret):
+    """Why ``secret`` (a hand-in's submission_secret.txt) is not one nbgrader's submit writes
+    (non-empty printable ASCII), or None. Its feedback page is named by it."""
+    if not secret:
+        return "is empty"
+    if len(secret) > MAX_EXCHANGE_FILE:
+        return f"is larger than {MAX_EXCHANGE_FILE} bytes"
+    if not (secret.isascii() and secret.decode("ascii").isprintable()):
+        return "is not printable ASCII text"
+    return None
+
+
 def declared(release):
     """The files a hand-in of the assignment released in ``release`` may carry: the relative path
     of every file of the release (the notebook, its support files), and the two nbgrader's exchange
@@ -172,7 +192,10 @@ def copy_folder(fd, dest, keep, max_file, budget, ignore=None, prefix=""):
     altogether), or None."""
     os.makedirs(dest, exist_ok=True)
     left_out = []
-    found = entries(fd)
+    try:
+        found = entries(fd, prefix.rstrip("/"))
+    except Refused as exc:
+        return left_out, str(exc)
     skipped = set(ignore(dest, list(found))) if ignore else set()
     for name, kind in sorted(found.items()):
         path = prefix + name

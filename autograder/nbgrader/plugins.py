@@ -1,8 +1,9 @@
-"""nbgrader's collect and CSV export, made safe for hand-ins written by strangers.
+"""nbgrader's collect, release_feedback and CSV export, made safe for hand-ins written by strangers.
 
-nbgrader takes both by name from its configuration (``ExchangeFactory.collect``,
-``ExportApp.plugin_class``; :mod:`autograder.nbgrader.settings`), so plain
-``nbgrader collect`` and ``nbgrader export`` in the course folder use them.
+nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
+``ExchangeFactory.release_feedback``, ``ExportApp.plugin_class``;
+:mod:`autograder.nbgrader.settings`), so plain ``nbgrader collect``,
+``nbgrader release_feedback`` and ``nbgrader export`` in the course folder use them.
 
 * :class:`SafeCollect` copies what students put in the exchange's inbound
   folder through autograder/handin.py, never following a symbolic link
@@ -16,6 +17,10 @@ nbgrader takes both by name from its configuration (``ExchangeFactory.collect``,
   parse, a file, a link) is left out with a warning, never stopping the
   others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
   never the one the student wrote.
+* :class:`SafeReleaseFeedback` releases each student's feedback on its own: a
+  hand-in whose secret (which names the released page) is missing, empty or not
+  one nbgrader's submit writes is skipped with a warning naming the student, never
+  stopping the class's release (nbgrader's raises on the first, on every later run).
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
   csv module, every text field spreadsheet-safe (a student id starting with
   ``=`` cannot become a formula; a comma in a name cannot shift a column).
@@ -26,13 +31,15 @@ import glob
 import logging
 import os
 import pwd
+import re
 import shutil
 import stat
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.plugins import CsvExportPlugin
-from nbgrader.utils import check_mode, parse_utc
+from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder import handin, submission_time
 
@@ -155,6 +162,8 @@ class SafeCollect(ExchangeCollect):
                         [1000 * self.coursedir.max_dir_size], shutil.ignore_patterns(*self.coursedir.ignore))
         except handin.Refused as exc:
             why = f"it is not a folder of its own ({exc})"
+        except OSError as exc:      # writing its copy: this hand-in's problem, never the class's
+            why = f"it could not be copied ({exc.strerror}: {exc.filename})"
         for name, reason in left_out:
             self.log.warning("Left out of %s: %s (%s)", src, name, reason)
         if why:
@@ -172,6 +181,44 @@ class SafeCollect(ExchangeCollect):
             if owner != username:    # files of the instructor's own are the instructor's doing
                 return f"it is owned by {owner}, not by {username}"
         return None
+
+
+class SafeReleaseFeedback(ExchangeReleaseFeedback):
+    """nbgrader's release_feedback (0.9.6), one student at a time: a feedback folder whose
+    secret cannot be used is that student's problem, skipped with a warning (its time, which
+    nbgrader's only logs, is not read)."""
+
+    def copy_files(self) -> None:
+        excluded = set(filter(None, (self.coursedir.student_id_exclude or "").split(",")))
+        pattern = re.escape(os.path.sep).join([
+            self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
+                                       self.coursedir.assignment_id, escape=True),
+            "(?P<notebook_id>.*).html"])
+        for page in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
+            found = re.match(pattern, page)
+            if found is None:
+                self.log.error("Could not match '%s' with regexp '%s'", page, pattern)
+                continue
+            student, notebook = found.group("student_id"), found.group("notebook_id")
+            if student in excluded:
+                continue
+            folder = os.path.dirname(page)
+            try:
+                secret = handin.read(folder, [handin.SECRET], handin.MAX_EXCHANGE_FILE)
+                why = handin.secret_problem(secret)
+                why = why and f"{handin.SECRET} {why}"
+            except handin.Refused as exc:
+                why = str(exc)
+            if why:
+                self.log.warning("Not releasing the feedback of %r on %s: %s", student,
+                                 self.coursedir.assignment_id, why)
+                continue
+            checksum = notebook_hash(secret=secret.decode("ascii"), notebook_id=notebook)
+            self.log.info("Releasing feedback for student '%s' on assignment '%s/%s/%s'", student,
+                          self.coursedir.course_id, self.coursedir.assignment_id, notebook)
+            staged = os.path.join(self.dest_path, f"{checksum}-tmp.html")
+            shutil.copy(page, staged)
+            shutil.move(staged, os.path.join(self.dest_path, f"{checksum}.html"))
 
 
 class SafeCsvExport(CsvExportPlugin):

@@ -94,8 +94,9 @@ def read_handin(base: str, student: str, assignment: str, release_dir: str,
         if handin.SECRET in found:         # names the hand-in's feedback folder at release_feedback
             try:
                 secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE)
-                if len(secret) > handin.MAX_EXCHANGE_FILE:
-                    raise handin.Refused("too large")
+                why = handin.secret_problem(secret)
+                if why:
+                    raise handin.Refused(why)
                 files[handin.SECRET] = secret
             except handin.Refused as exc:
                 left_out.append(f"{handin.SECRET} ({exc})")
