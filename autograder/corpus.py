@@ -90,12 +90,13 @@ def find(course, *, download=True, timeout=10.0):
 
 
 def _private_folder(folder):
-    """``folder``, made when missing, checked to be one only this account can change."""
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """``folder``, made when missing, this account's and ``0755``: only it can change what is in
+    it, and a sandbox's user can read the corpus through it."""
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
     info = os.lstat(folder)
-    if stat.S_ISLNK(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise CorpusError(f"{folder} is not a folder only this account can change (mode "
-                          f"{stat.S_IMODE(info.st_mode):04o}, owner uid {info.st_uid}): fix it or remove it")
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise CorpusError(f"{folder} is not a folder of this account's (owner uid {info.st_uid}): remove it")
+    os.chmod(folder, 0o755)
     return folder
 
 

