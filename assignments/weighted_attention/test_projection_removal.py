@@ -32,6 +32,10 @@ def test_output_shape(student):
                                    f"gave shape {out.shape}; expected (2, 5, 8)")
 
 
+NO_ATTENTION = ("the layer does not attend: output i is out(weights v) with the weights spread over "
+                "every position j <= i, so it changes when an earlier x does")
+
+
 def _changed_later(student, remove, weights, x, rng):
     """The positions i > 0 whose output stays the same when only x at position 0 changes."""
     earlier = x.copy()
@@ -56,8 +60,8 @@ def test_causal(student):
     close(after[:, :3], before[:, :3], "outputs at positions 0-2 after changing x at positions 3-5 "
           "(they changed: does the mask block keys j > i before the softmax?)")
     unchanged = _changed_later(student, (), weights, x, rng)
-    that(not unchanged, f"outputs at positions {unchanged} did not change when x at position 0 did: each "
-                        "position attends to every earlier one (weights over j <= i, then a sum of the values)")
+    that(not unchanged, f"outputs at positions {unchanged} did not change when x at position 0 did. Likely "
+                        f"mistake: {NO_ATTENTION}.")
 
 
 def test_parameter_counts(student):
@@ -113,7 +117,7 @@ def test_a_removed_projection_is_x_itself(student):
                          student.probe("projection_removal", "forward", E, (), zeros, x))])
         unchanged = _changed_later(student, (removed,), weights, x, rng)
         that(not unchanged, f"WeightedAttention(8, remove=('{removed}',)): outputs at positions {unchanged} did "
-                            "not change when x at position 0 did; the layer must still attend to the past")
+                            f"not change when x at position 0 did. Likely mistake: {NO_ATTENTION}.")
 
 
 def test_attention_weights_read_back(student):
