@@ -13,6 +13,7 @@ more than a bound.
 
 import contextlib
 import os
+import re
 import stat
 
 from autograder import submission_time
@@ -158,17 +159,17 @@ def left_out(fd, keep):
 SECRET = "submission_secret.txt"
 EXCHANGE_FILES = (submission_time.NAME, SECRET)
 MAX_EXCHANGE_FILE = 200
+SECRET_HEX = 128                          # secrets.token_hex(64), as nbgrader 0.9.6's submit writes it
 
 
 def secret_problem(secret):
-    """Why ``secret`` (a hand-in's submission_secret.txt) is not one nbgrader's submit writes
-    (non-empty printable ASCII), or None. Its feedback page is named by it."""
+    """Why ``secret`` (a hand-in's submission_secret.txt) is not the token nbgrader's submit
+    writes (``SECRET_HEX`` lowercase hex digits), or None. Its released feedback page is named
+    by it alone, so anything else could be chosen to land on a classmate's page."""
     if not secret:
         return "is empty"
-    if len(secret) > MAX_EXCHANGE_FILE:
-        return f"is larger than {MAX_EXCHANGE_FILE} bytes"
-    if not (secret.isascii() and secret.decode("ascii").isprintable()):
-        return "is not printable ASCII text"
+    if not re.fullmatch(rb"[0-9a-f]{%d}" % SECRET_HEX, secret):
+        return f"is not the {SECRET_HEX} hex digits nbgrader's submit writes"
     return None
 
 

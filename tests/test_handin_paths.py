@@ -233,13 +233,13 @@ def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_
     os.rename(inbound / "tmp" / FULL / assignment.id, inbound / name)
     shutil.rmtree(inbound / "tmp")
     (inbound / name / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
-    (inbound / name / "submission_secret.txt").write_text("a secret of nbgrader's submit")
+    (inbound / name / "submission_secret.txt").write_text("5e" * 64)
     proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     collected = tmp_path / "submitted" / FULL / assignment.id
     assert (collected / assignment.notebook).exists() and (collected / "test_softmax.py").exists()
     assert not (collected / "notes.html").exists()
-    assert (collected / "submission_secret.txt").read_text() == "a secret of nbgrader's submit"   # release_feedback's
+    assert (collected / "submission_secret.txt").read_text() == "5e" * 64   # release_feedback's
     assert "notes.html (not part of the release)" in proc.stderr, proc.stderr[-3000:]
 
 
@@ -278,15 +278,17 @@ def test_collect_as_an_ordinary_instructor_leaves_out_a_hand_in_it_cannot_read(c
 
 
 def test_one_students_secret_never_stops_the_release_of_feedback(course, assignment, tmp_path):
-    """The secret nbgrader's submit writes names a hand-in's released feedback. One that is empty,
-    missing or not text costs its own student their page, with a warning naming them, on every
-    run; the classmates' feedback is released."""
+    """The secret nbgrader's submit writes alone names a hand-in's released feedback. One that is
+    empty, missing, not text or not submit's token costs its own student their page, and one two
+    students hold (copied from a classmate) costs both theirs, never landing on the other's: each
+    with a warning naming the student, on every run; the classmates' feedback is released."""
     import hashlib
     settings.write_course_folder(course, str(tmp_path))
     exchange.setup(course, str(tmp_path))
     submitted = tmp_path / "submitted"
-    secrets = {FULL: b"0123456789abcdef", "empty-secret": b"", "binary-secret": b"\xff\xfe\x00",
-               "no-secret": None}
+    secrets = {FULL: b"0f" * 64, "empty-secret": b"", "binary-secret": b"\xff\xfe\x00",
+               "no-secret": None, "chosen-secret": b"any text a student likes",
+               "copied-secret": b"a1" * 64, "copied-from": b"a1" * 64}
     for student, secret in secrets.items():
         nb = cohort.solved(course, assignment) if student == FULL else cohort.stub(course, assignment)
         dest = _hand_in(course, str(submitted), student, assignment, nb,
@@ -306,6 +308,8 @@ def test_one_students_secret_never_stops_the_release_of_feedback(course, assignm
         done = _run([os.path.join(BIN, "nbgrader"), "release_feedback", assignment.id], tmp_path)
         assert done.returncode == 0, done.stderr[-3000:]
         assert page.exists(), done.stderr[-3000:]
-        for student in ("empty-secret", "binary-secret", "no-secret"):
+        for student in ("empty-secret", "binary-secret", "no-secret", "chosen-secret", "copied-secret",
+                        "copied-from"):
             assert f"Not releasing the feedback of '{student}'" in done.stderr, (student, done.stderr[-3000:])
+        assert "also the one of 'copied-from'" in done.stderr, done.stderr[-3000:]
     assert sorted(os.listdir(released)) == [page.name]

@@ -18,9 +18,10 @@ nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
   others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
   never the one the student wrote.
 * :class:`SafeReleaseFeedback` releases each student's feedback on its own: a
-  hand-in whose secret (which names the released page) is missing, empty or not
-  one nbgrader's submit writes is skipped with a warning naming the student, never
-  stopping the class's release (nbgrader's raises on the first, on every later run).
+  hand-in whose secret (which alone names the released page) is missing, not the
+  token nbgrader's submit writes, or also another student's is skipped with a
+  warning naming the student, never stopping the class's release (nbgrader's raises
+  on the first bad one, on every later run) nor landing on a classmate's page.
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
   csv module, every text field spreadsheet-safe (a student id starting with
   ``=`` cannot become a formula; a comma in a name cannot shift a column).
@@ -184,9 +185,20 @@ class SafeCollect(ExchangeCollect):
 
 
 class SafeReleaseFeedback(ExchangeReleaseFeedback):
-    """nbgrader's release_feedback (0.9.6), one student at a time: a feedback folder whose
-    secret cannot be used is that student's problem, skipped with a warning (its time, which
-    nbgrader's only logs, is not read)."""
+    """nbgrader's release_feedback (0.9.6), one student at a time. The released page is named
+    by the hand-in's secret alone, so a secret that cannot be used (missing, not the token
+    nbgrader's submit writes) is that student's problem, and a secret two students' hand-ins
+    hold (a copied one) is neither's page: each is skipped with a warning naming the student.
+    Its time, which nbgrader's only logs, is not read."""
+
+    def _secret(self, folder: str) -> tuple[bytes | None, str | None]:
+        """(the secret of the feedback folder ``folder``, why it cannot be used)."""
+        try:
+            secret = handin.read(folder, [handin.SECRET], handin.MAX_EXCHANGE_FILE)
+        except handin.Refused as exc:
+            return None, str(exc)
+        why = handin.secret_problem(secret)
+        return (None, f"{handin.SECRET} {why}") if why else (secret, None)
 
     def copy_files(self) -> None:
         excluded = set(filter(None, (self.coursedir.student_id_exclude or "").split(",")))
@@ -194,6 +206,12 @@ class SafeReleaseFeedback(ExchangeReleaseFeedback):
             self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
                                        self.coursedir.assignment_id, escape=True),
             "(?P<notebook_id>.*).html"])
+        holders: dict[bytes, set[str]] = {}       # every student's, whichever are released now
+        for folder in glob.glob(self.coursedir.format_path(self.coursedir.feedback_directory, "*",
+                                                           self.coursedir.assignment_id)):
+            secret, _ = self._secret(folder)
+            if secret is not None:
+                holders.setdefault(secret, set()).add(os.path.basename(os.path.dirname(folder)))
         for page in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
             found = re.match(pattern, page)
             if found is None:
@@ -202,13 +220,10 @@ class SafeReleaseFeedback(ExchangeReleaseFeedback):
             student, notebook = found.group("student_id"), found.group("notebook_id")
             if student in excluded:
                 continue
-            folder = os.path.dirname(page)
-            try:
-                secret = handin.read(folder, [handin.SECRET], handin.MAX_EXCHANGE_FILE)
-                why = handin.secret_problem(secret)
-                why = why and f"{handin.SECRET} {why}"
-            except handin.Refused as exc:
-                why = str(exc)
+            secret, why = self._secret(os.path.dirname(page))
+            others = sorted(holders.get(secret, set()) - {student}) if secret is not None else []
+            if others:
+                why = f"its {handin.SECRET} is also the one of {', '.join(map(repr, others))}"
             if why:
                 self.log.warning("Not releasing the feedback of %r on %s: %s", student,
                                  self.coursedir.assignment_id, why)
