@@ -313,3 +313,29 @@ def test_one_students_secret_never_stops_the_release_of_feedback(course, assignm
             assert f"Not releasing the feedback of '{student}'" in done.stderr, (student, done.stderr[-3000:])
         assert "also the one of 'copied-from'" in done.stderr, done.stderr[-3000:]
     assert sorted(os.listdir(released)) == [page.name]
+
+
+def test_a_notebook_nbformat_would_refuse_has_the_same_score_in_every_export(course, assignment, tmp_path):
+    """A correct notebook whose code cells carry fields nbformat's schema refuses: `course grade`
+    gives it full marks, and so do nbgrader's gradebook, grades.csv and autograded/ (formgrader's
+    view), never a 0 from nbgrader refusing the file."""
+    import csv
+    nb = cohort.solved(course, assignment)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = "not-a-number"
+            cell.pop("outputs", None)
+            cell["bogus_key"] = 1
+    nb["metadata"]["kernelspec"] = 5
+    submitted = tmp_path / "submitted"
+    cohort.write(nb, str(submitted), "odd-fields", assignment)
+    done = _run([os.path.join(BIN, "course"), "--config", course.path, "grade", str(submitted),
+                 "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    full = sum(p.points for p in assignment.parts)
+    with open(tmp_path / "out" / "totals.csv") as fh:
+        assert float(next(csv.DictReader(fh))[assignment.id]) == full
+    with open(tmp_path / "out" / "grades.csv") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["student_id"] == "odd-fields")
+    assert float(row["raw_score"]) == full, row
+    assert (tmp_path / "out" / "autograded" / "odd-fields" / assignment.id / assignment.notebook).exists()
