@@ -163,6 +163,30 @@ def test_a_written_answer_keeps_its_text_and_loses_its_script():
     assert nb.cells[1].source == "x = '<script>'"
 
 
+def test_a_huge_markdown_cell_is_shown_as_text_not_rendered_at_the_graders_cost():
+    """A megabyte of markdown (rendered, it costs the grader minutes outside any sandbox) is shown
+    as escaped text, its start and its length, in a fraction of that; the answers beside it are
+    rendered as before."""
+    import signal
+    answer = "The **keys** are alike."
+    huge = "*_" * 250_000 + "<script>alert(1)</script>\n\n[x](javascript:alert(2))"
+    cells = [new_markdown_cell(huge), new_markdown_cell(answer)]
+
+    def too_slow(*_):
+        raise AssertionError("rendering took more than 10 s")
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.setitimer(signal.ITIMER_REAL, 10)
+    try:
+        nb, _ = SanitizeMarkdown().preprocess(new_notebook(cells=cells), {})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    shown = nb.cells[0].source
+    assert shown.startswith("<div>\n<pre>*_*_") and "500,0" in shown and "\n\n" not in shown
+    assert "<script" not in shown and len(shown) < 30_000
+    assert "<strong>keys</strong>" in nb.cells[1].source
+
+
 # --- Refuse, and nbgrader's configuration -----------------------------------------------------------
 
 def test_refuse_stops_the_converter_with_course_yaml_s_problem():
