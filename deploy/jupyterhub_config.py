@@ -7,7 +7,8 @@ hub copies the account's membership into its own groups of the same names. The s
 role grants access to the service `<course_id>` (formgrader in the course folder, as the grading
 account); everyone else gets 403 there. Each spawned server gets the nbgrader extensions of its
 role (deploy/jupyter/<role>/) and the course's exchange and id (deploy/jupyter/course/), copied
-into the course's environment at each start, since the course folder is private.
+into the course's environment at each start, since the course folder is private. No server starts
+in a home other accounts can enter: the hub closes it first, or refuses.
 
 Run as root from the course's environment, in a folder of its own (its database and cookie
 secret are written there); README, "On a JupyterHub". Settings come from the environment:
@@ -115,6 +116,30 @@ def _extensions(role):
     return os.pathsep.join(os.path.join(SETTINGS, d) for d in (role, "course"))
 
 
+def private_home(spawner):
+    """Before a server starts: its user's home is theirs alone. A home other accounts may enter
+    (0755 is `useradd -m`'s default on Debian) shows a classmate's notebooks and the submission
+    secret nbgrader keeps there, which names their feedback page; it is closed (group and other
+    bits cleared, said in the log), and a home that is another's or cannot be closed stops the
+    spawn, saying why."""
+    entry = pwd.getpwnam(spawner.user.name)
+    info = os.stat(entry.pw_dir)
+    if info.st_uid != entry.pw_uid:
+        raise RuntimeError(f"the home {entry.pw_dir} is not {entry.pw_name}'s own: ask the administrator "
+                           "to give it to them (README, 'On a JupyterHub')")
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o077:
+        try:
+            os.chmod(entry.pw_dir, mode & ~0o077)
+        except OSError as exc:
+            raise RuntimeError(f"the home {entry.pw_dir} is open to other accounts (mode {mode:04o}) and "
+                               f"could not be closed ({exc.strerror}): ask the administrator to "
+                               f"`chmod 700 {entry.pw_dir}` (README, 'On a JupyterHub')") from None
+        spawner.log.warning("Closed %s's home %s to other accounts: mode %04o, now %04o",
+                            entry.pw_name, entry.pw_dir, mode, mode & ~0o077)
+
+
+c.Spawner.pre_spawn_hook = private_home
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(BIN, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"

@@ -339,3 +339,43 @@ def test_a_notebook_nbformat_would_refuse_has_the_same_score_in_every_export(cou
         row = next(r for r in csv.DictReader(fh) if r["student_id"] == "odd-fields")
     assert float(row["raw_score"]) == full, row
     assert (tmp_path / "out" / "autograded" / "odd-fields" / assignment.id / assignment.notebook).exists()
+
+
+def test_collect_refuses_a_hand_in_carrying_a_classmates_secret(course, assignment, tmp_path):
+    """A student who copied a classmate's submission secret (from a home left open) hands in with
+    it: release_feedback would name both feedback pages alike, one replacing the other. Collect
+    keeps the earlier hand-in, leaves the copy out, naming both students, and collects that
+    student's own earlier hand-in instead."""
+    settings.write_course_folder(course, str(tmp_path))
+    exchange.setup(course, str(tmp_path))
+    inbound = tmp_path / "exchange" / course.course_id / "inbound"
+    nb = cohort.solved(course, assignment)
+    copied = "f00d" * 32
+
+    def submit(student, when, secret):
+        name = f"{student}+{assignment.id}+2026-12-01 {when}.000000 UTC+{secret[:6]}"
+        _hand_in(course, str(inbound / "tmp"), student, assignment, nb)
+        os.rename(inbound / "tmp" / student / assignment.id, inbound / name)
+        shutil.rmtree(inbound / "tmp")
+        (inbound / name / "timestamp.txt").write_text(f"2026-12-01 {when}.000000 UTC")
+        (inbound / name / "submission_secret.txt").write_text(secret)
+        time.sleep(0.05)                    # the exchange's times tell the hand-ins apart
+        return name
+
+    submit("mallory", "09:00:00", "be" * 64)          # mallory's own, earlier
+    alice = submit("alice", "10:00:00", copied)
+    mallory = submit("mallory", "11:00:00", copied)   # her latest, with alice's secret
+    proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    submitted = tmp_path / "submitted"
+    assert (submitted / "alice" / assignment.id / "submission_secret.txt").read_text() == copied
+    assert (submitted / "mallory" / assignment.id / "submission_secret.txt").read_text() == "be" * 64
+    warning = next(line for line in proc.stderr.splitlines() if "submission secret" in line)
+    assert mallory in warning and "alice's hand-in" in warning and alice in warning, warning
+
+    # handed in again after alice's was collected, the copy is still refused
+    submit("mallory", "12:00:00", copied)
+    proc = _run([os.path.join(BIN, "nbgrader"), "collect", "--update", assignment.id], tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (submitted / "mallory" / assignment.id / "submission_secret.txt").read_text() == "be" * 64
+    assert "alice's hand-in" in proc.stderr, proc.stderr[-3000:]

@@ -7,7 +7,8 @@ on 127.0.0.1 and goes through a term in the browser: each student logs in with P
 check cell, presses Validate and submits; a student is refused at formgrader; the TA opens formgrader
 through the hub's Services menu, collects, autogrades (as the grading account: the same scores as
 `course grade`), grades a written answer and releases feedback; each student fetches their own;
-and the TA, taken out of the group, loses formgrader's link.
+and the TA, taken out of the group, loses formgrader's link. A home left open to other accounts is
+closed before its server starts; and the README's own account lines make homes no classmate enters.
 The hub is stopped and the accounts and groups removed whatever happens. Screenshots of each step
 are left in artifacts/hub/.
 """
@@ -21,6 +22,7 @@ import re
 import secrets
 import shutil
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -42,6 +44,7 @@ pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HUB_CONFIG = os.path.join(ROOT, "deploy", "jupyterhub_config.py")
+README = os.path.join(ROOT, "README.md")
 SHOTS = os.path.join(ROOT, "artifacts", "hub")
 REFRESH = 2          # seconds between the hub's reads of an account's groups (five minutes by default)
 COMMENT = "Right: the query lines up with one key far more than with the others."
@@ -115,6 +118,7 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
         for name, group in [(s, students_group) for s in students] + [(ta, graders_group)]:
             subprocess.run(["usermod", "-aG", group, name], check=True)
             _quiet_lab(pwd.getpwnam(name))
+        os.chmod(pwd.getpwnam(students[1]).pw_dir, 0o755)     # as `useradd -m` leaves it on Debian
         # the course folder is the grading account's alone; the exchange is opened by it
         entry = pwd.getpwnam(grader)
         exchange = os.path.join(folder, "exchange")
@@ -175,6 +179,53 @@ def test_the_hub_will_not_start_servers_no_account_can_run(tmp_path):
     assert done.returncode != 0 and found, done.stderr[-2000:]
     assert found[1] == sys.executable and not os.stat(found[2]).st_mode & 0o001
     assert not os.listdir(tmp_path)               # no database, no cookie secret, no proxy started
+
+
+def _readme_account_lines():
+    """The commands of the README's step "The accounts", under "On a JupyterHub"."""
+    with open(README) as fh:
+        section = fh.read().split("### On a JupyterHub", 1)[1]
+    block = re.search(r"1\. \*\*The accounts\.\*\*.*?```\n(.*?)```", section, re.S)[1]
+    return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
+
+
+def test_the_readmes_accounts_keep_each_home_from_classmates(accounts):  # noqa: F811
+    """The README's account lines, run as written (names of the test's own, a second student made
+    as the first, passwords left out), make homes where a classmate lists and reads nothing: not
+    the notebooks, not the submission secret that names the feedback page."""
+    lines = _readme_account_lines()
+    assert any(line.startswith("useradd") for line in lines), lines
+    course_id, tag = f"attention-{accounts.tag}", accounts.tag
+    names = {"alice": f"cs{tag}ann", "bob": f"cs{tag}bob", "tom": f"cs{tag}tim"}
+    commands = []
+    for line in lines:
+        line = re.sub(r"\s*&&\s*passwd \S+", "", line).replace("attention-transformer", course_id)
+        commands.append(line)
+        if re.search(r"\balice\b", line):
+            commands.append(re.sub(r"\balice\b", "bob", line))      # a classmate, made the same way
+    commands = [re.sub(r"\b(alice|bob|tom)\b", lambda m: names[m[1]], c) for c in commands]
+    names["grader"] = f"grader-{course_id}"
+    try:
+        for command in commands:
+            subprocess.run(command, shell=True, check=True, capture_output=True)
+        ann, bob = pwd.getpwnam(names["alice"]), names["bob"]
+        cache = os.path.join(ann.pw_dir, ".local", "share", "jupyter", "nbgrader_cache", course_id,
+                             f"{ann.pw_name}+attention+2026-12-01 10:00:00.000000 UTC")
+        work = os.path.join(ann.pw_dir, "attention", "attention.ipynb")
+        accounts.run(ann.pw_name, ["sh", "-c", f"umask 022 && mkdir -p '{cache}' '{os.path.dirname(work)}' && "
+                                               f"echo s3cret > '{cache}/submission_secret.txt' && echo {{}} > '{work}'"])
+        seen = accounts.probe(bob, ann.pw_dir, os.path.join(cache, "submission_secret.txt"), work)
+        assert not any(v for probe in seen.values() for v in probe.values()), seen
+        assert stat.S_IMODE(os.stat(ann.pw_dir).st_mode) == 0o700
+        assert accounts.probe(ann.pw_name, work)[work]["read"]          # she still reads her own
+    finally:
+        for name in names.values():
+            subprocess.run(["userdel", "-r", name], capture_output=True)
+        for group in (f"nbgrader-{course_id}", f"formgrade-{course_id}"):
+            subprocess.run(["groupdel", group], capture_output=True)
+        for name in names.values():
+            with pytest.raises(KeyError):
+                pwd.getpwnam(name)
 
 
 def _quiet_lab(entry):
@@ -239,6 +290,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     pages = {}
     for n, name in enumerate(hub.students, 1):
         page = pages[name] = _log_in(browser, hub, name)
+        assert stat.S_IMODE(os.stat(hub.home(name)).st_mode) == 0o700, name    # closed before the spawn
         menu = _nbgrader_menu(page)
         assert menu == ["Assignment List"], menu
         assert not page.get_by_text("Create Assignment").count()

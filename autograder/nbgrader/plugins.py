@@ -13,7 +13,10 @@ nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
   refuses a hand-in whose folder belongs neither to the student it
   names nor to the instructor collecting (nbgrader only warns): a student who
   submits as someone else is left out, and that student's own latest hand-in
-  is collected instead. A hand-in it cannot collect (a name nbgrader cannot
+  is collected instead. A hand-in carrying the submission secret of another
+  student's earlier hand-in is refused too, naming both: release_feedback names
+  a feedback page by that secret alone, so a copied secret would put one
+  student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
   parse, a file, a link) is left out with a warning, never stopping the
   others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
   never the one the student wrote.
@@ -102,12 +105,41 @@ class SafeCollect(ExchangeCollect):
                 self.log.warning("Not collecting %r: %s", path, exc)
                 continue
             accepted.setdefault(record["username"], []).append(record)
+        self._refuse_borrowed_secrets(accepted)
         self.src_records = []
         for records in accepted.values():
             records = self._sort_by_timestamp(records)
             if self.duedate is not None and self.before_duedate:
                 records = [r for r in records if r["timestamp"] <= self.duedate] or records
             self.src_records.append(records[0])
+
+    def _refuse_borrowed_secrets(self, accepted: dict[str, list[dict]]) -> None:
+        """Leave out of ``accepted`` every hand-in whose submission secret another student's
+        hand-in (in the exchange or already collected) carried first, by the exchange's times.
+        The secret is made at submit and kept in the student's home, so a second student can
+        only have it by copying it; the earlier hand-in is the original, and stays."""
+        carried = []            # (time, student, hand-in or collected submission, its record or None)
+        for student, records in accepted.items():
+            carried += [(rec["timestamp"], student, os.path.join(self.inbound_path, rec["filename"]), rec)
+                        for rec in records]
+        pattern = self.coursedir.format_path(self.coursedir.submitted_directory, "*", self.coursedir.assignment_id)
+        for dest in glob.glob(pattern):
+            when = submission_time.read(dest)
+            if when is not None:
+                carried.append((when, os.path.basename(os.path.dirname(dest)), dest, None))
+        first: dict[bytes, tuple[str, str]] = {}
+        for _, student, path, rec in sorted(carried, key=lambda c: c[:2]):
+            secret = _secret(path)
+            if secret is None:
+                continue
+            owner, original = first.setdefault(secret, (student, path))
+            if owner != student and rec is not None:
+                self.log.warning("Not collecting %r: its submission secret is the one %s's hand-in %r "
+                                 "carries; a copied secret would put %s's feedback in the place of %s's",
+                                 path, owner, original, student, owner)
+                accepted[student].remove(rec)
+        for student in [s for s, records in accepted.items() if not records]:
+            del accepted[student]
 
     def copy_files(self) -> None:
         """nbgrader's copy_files (0.9.6), deciding by the exchange's times, and recording the
@@ -182,6 +214,17 @@ class SafeCollect(ExchangeCollect):
             if owner != username:    # files of the instructor's own are the instructor's doing
                 return f"it is owned by {owner}, not by {username}"
         return None
+
+
+def _secret(path: str) -> bytes | None:
+    """The submission secret in the hand-in folder ``path``, read without following links; None
+    when it carries none that can be read."""
+    try:
+        with handin.folder(os.path.dirname(path), os.path.basename(path)) as fd:
+            secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE)
+    except (handin.Refused, OSError):
+        return None
+    return secret.strip() or None
 
 
 class SafeReleaseFeedback(ExchangeReleaseFeedback):
