@@ -48,8 +48,7 @@ def _changed_later(student, remove, weights, x, rng):
 
 
 def test_causal(student):
-    """position i sees the past and never the future: changing x after i leaves output i unchanged,
-    changing x at position 0 changes every later output"""
+    """position i sees the past, never the future: output i changes with x at 0, never with x after i"""
     rng = np.random.default_rng(1)
     weights = _weights(rng)
     x = rng.normal(size=(1, 6, E))

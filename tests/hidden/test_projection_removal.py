@@ -128,7 +128,7 @@ def test_the_past_reaches_every_later_position(student, reference, mode):
                                                  f"shape of x, {x.shape}; got {before.shape}")
     same = [i for i in range(T) if np.allclose(before[:, i], after[:, i], rtol=1e-6, atol=1e-9)]
     that(all(i in same for i in range(j)), f"WeightedAttention({E}, remove={remove}): an output before "
-                                          "position j changed when x at j did. Likely mistake: position i sees the future (no causal mask)")
+                                          "position j changed when x at j did: position i sees the future")
     that(not [i for i in range(j + 1, T) if i in same],
          f"WeightedAttention({E}, remove={remove}): outputs after position j did not change when x at j did. "
          "Likely mistake: the layer does not attend: output i is out(weights v) with the weights spread over "
