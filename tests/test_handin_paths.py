@@ -234,10 +234,19 @@ def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_
     shutil.rmtree(inbound / "tmp")
     (inbound / name / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
     (inbound / name / "submission_secret.txt").write_text("5e" * 64)
+    planted = "\nopen('/tmp/ran-as-whoever-runs-pytest', 'w')\n"     # a student's edits of the release's kit
+    for kit in ("conftest.py", "test_softmax.py", os.path.join("selfcheck", "checks.py")):
+        with open(inbound / name / kit, "a") as fh:
+            fh.write(planted)
     proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     collected = tmp_path / "submitted" / FULL / assignment.id
     assert (collected / assignment.notebook).exists() and (collected / "test_softmax.py").exists()
+    for kit in ("conftest.py", "test_softmax.py", os.path.join("selfcheck", "checks.py")):
+        with open(collected / kit) as mine, open(os.path.join(course.release(assignment), kit)) as theirs:
+            assert mine.read() == theirs.read(), kit                    # the release's, not the student's
+        said = kit.replace("checks.py", "") if kit.startswith("selfcheck") else kit
+        assert f"{said} (the release's own copy is collected in its place)" in proc.stderr, proc.stderr[-3000:]
     assert not (collected / "notes.html").exists()
     assert (collected / "submission_secret.txt").read_text() == "5e" * 64   # release_feedback's
     assert "notes.html (not part of the release)" in proc.stderr, proc.stderr[-3000:]
@@ -245,7 +254,7 @@ def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_
 
 def test_collect_as_an_ordinary_instructor_leaves_out_a_hand_in_it_cannot_read(course, assignment, accounts):
     """An instructor collecting without root meets what a student may make of their own hand-in: a
-    folder it may list but not search, an unreadable notebook, an unreadable selfcheck/ folder. Each
+    folder it may list but not search, an unreadable notebook, an unreadable secret. Each
     is left out, named, with the reason; the honest classmate's hand-in is collected."""
     teacher = accounts.add("tea")
     folder = os.path.join(accounts.folder, "course")
@@ -255,7 +264,7 @@ def test_collect_as_an_ordinary_instructor_leaves_out_a_hand_in_it_cannot_read(c
     inbound = os.path.join(folder, "exchange", course.course_id, "inbound")
     stamp = "2026-12-01 10:00:00.000000 UTC"
     names = {}
-    for student in (FULL, "unsearchable", "unreadable-notebook", "unreadable-selfcheck"):
+    for student in (FULL, "unsearchable", "unreadable-notebook", "unreadable-secret"):
         names[student] = name = f"{student}+{assignment.id}+{stamp}+abc123"
         _hand_in(course, os.path.join(inbound, "tmp"), student, assignment, cohort.solved(course, assignment))
         os.rename(os.path.join(inbound, "tmp", student, assignment.id), os.path.join(inbound, name))
@@ -266,12 +275,15 @@ def test_collect_as_an_ordinary_instructor_leaves_out_a_hand_in_it_cannot_read(c
             os.chown(path, entry.pw_uid, entry.pw_gid)
     os.chmod(os.path.join(inbound, names["unsearchable"]), 0o400)
     os.chmod(os.path.join(inbound, names["unreadable-notebook"], assignment.notebook), 0o000)
-    os.chmod(os.path.join(inbound, names["unreadable-selfcheck"], "selfcheck"), 0o400)
+    with open(os.path.join(inbound, names["unreadable-secret"], "submission_secret.txt"), "w") as fh:
+        fh.write("5e" * 64)
+    os.chown(os.path.join(inbound, names["unreadable-secret"], "submission_secret.txt"), entry.pw_uid, entry.pw_gid)
+    os.chmod(os.path.join(inbound, names["unreadable-secret"], "submission_secret.txt"), 0o000)
     done = accounts.run(teacher, [os.path.join(BIN, "nbgrader"), "collect", assignment.id], check=False, cwd=folder)
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-3000:]
     assert os.path.isfile(os.path.join(folder, "submitted", FULL, assignment.id, assignment.notebook)), said[-3000:]
-    for student in ("unsearchable", "unreadable-notebook", "unreadable-selfcheck"):
+    for student in ("unsearchable", "unreadable-notebook", "unreadable-secret"):
         assert f"Not collecting {os.path.join(inbound, names[student])}: " in said, (student, said[-3000:])
         assert not os.path.exists(os.path.join(folder, "submitted", student)), student
     assert "Permission denied" in said, said[-3000:]

@@ -186,18 +186,27 @@ class SafeCollect(ExchangeCollect):
         username = os.path.basename(src).rsplit("+", 3)[0]
         release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
         left_out = []
+        declared = handin.declared(release)
+        # the release's own support files (checks, conftest.py, selfcheck/) come from the release:
+        # a student's edited copy would run as whoever runs pytest in the collected folder
+        support = {p for p in declared if not p.endswith(".ipynb") and p not in handin.EXCHANGE_FILES}
         try:
             with handin.folder(os.path.dirname(src), os.path.basename(src)) as fd:
                 why = self._refusal_of(os.fstat(fd).st_uid, username)
                 if why is None:
                     left_out, why = handin.copy_folder(
-                        fd, dest, handin.declared(release), 1000 * self.coursedir.max_file_size,
+                        fd, dest, declared - support, 1000 * self.coursedir.max_file_size,
                         [1000 * self.coursedir.max_dir_size], shutil.ignore_patterns(*self.coursedir.ignore))
+            if why is None:
+                shutil.copytree(release, dest, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
         except handin.Refused as exc:
             why = f"it is not a folder of its own ({exc})"
         except OSError as exc:      # writing its copy: this hand-in's problem, never the class's
             why = f"it could not be copied ({exc.strerror}: {exc.filename})"
         for name, reason in left_out:
+            if name in support or name.rstrip("/") in {os.path.dirname(p) for p in support}:
+                reason = "the release's own copy is collected in its place"
             self.log.warning("Left out of %s: %s (%s)", src, name, reason)
         if why:
             self.log.warning("Not collecting %s: %s", src, why)
