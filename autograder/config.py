@@ -242,7 +242,7 @@ def refuse_another_course(course: Course, folder: str) -> None:
     """Stop when ``folder`` holds a course.yaml of its own that is not ``course``'s: with a
     second clone's environment active, a command run in the first would change the second's
     course.yaml and bind this folder's nbgrader to the other course, saying nothing."""
-    own = os.path.join(folder, "course.yaml")
+    own = os.path.join(os.path.abspath(folder), "course.yaml")
     if os.path.isfile(own) and not os.path.samefile(own, course.path):
         raise ConfigError(f"{os.path.abspath(folder)} holds its own course.yaml, but this `course` works on "
                           f"{course.path}; run {os.path.join(os.path.abspath(folder), '.venv/bin/course')} "

@@ -2,14 +2,19 @@
 
 The course side owns the search, because it knows the course's folders; the
 framework shipped to students only reads the file it is given (or
-``$TINYSHAKESPEARE``, or ``tinyshakespeare.txt`` beside the notebook). The
-grader passes the path it found into every sandbox as ``$TINYSHAKESPEARE``.
+``$TINYSHAKESPEARE``, or ``tinyshakespeare.txt`` beside the notebook). The search
+never looks in the current folder, which may be a student's. Grading trains on
+:func:`private`, a copy of the verified bytes where only the grading account can
+write, bound read-only into every sandbox: a file checked in one place and then read
+again from a folder others can write could be swapped in between.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import stat
 import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,11 +40,8 @@ def needs_corpus(course: Course, assignment: Assignment) -> bool:
 def candidates(course: Course) -> list[Path]:
     """Where :func:`find` looks, in order, each place once."""
     places = [Path(os.environ["TINYSHAKESPEARE"]).expanduser()] if os.environ.get("TINYSHAKESPEARE") else []
-    here = Path.cwd()
-    places.append(here / NAME)
     places += [Path(course.source(a, NAME)) for a in course.assignments if needs_corpus(course, a)]
-    for base in (here, Path(course.root)):
-        places += [base / "data" / NAME, base / ".." / "shared" / "data" / NAME]
+    places += [Path(course.root) / "data" / NAME, Path(course.root) / ".." / "shared" / "data" / NAME]
     places.append(CACHE.expanduser())
     unique: list[Path] = []
     for place in places:        # ".." spelled out, and the first of two names for one file kept
@@ -80,7 +82,7 @@ def find(course: Course, *, download: bool = True, timeout: float = 10.0) -> str
             raw = _download(URL, timeout)
             if _sha256(raw) != SHA256:
                 raise ValueError("downloaded file has the wrong sha256")
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            _private_folder(cache.parent)
             tmp = cache.with_suffix(".part")
             tmp.write_bytes(raw)
             tmp.replace(cache)
@@ -91,3 +93,41 @@ def find(course: Course, *, download: bool = True, timeout: float = 10.0) -> str
     raise CorpusError(f"tinyshakespeare not found (sha256 {SHA256[:12]}...): looked in "
                       f"{', '.join(str(p) for p in places)}{extra}. "
                       f"Fix: put {NAME} in data/ or set TINYSHAKESPEARE=/path/to/{NAME}.")
+
+
+def _private_folder(folder):
+    """``folder``, made when missing, this account's and ``0755``: only it can change what is in
+    it, and a sandbox's user can read the corpus through it."""
+    folder.mkdir(mode=0o755, parents=True, exist_ok=True)
+    info = os.lstat(folder)
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise CorpusError(f"{folder} is not a folder of this account's (owner uid {info.st_uid}): remove it")
+    os.chmod(folder, 0o755)
+    return folder
+
+
+def private(course: Course) -> str | None:
+    """The path of a verified copy of the corpus that only the grading account can change (the
+    cache, written from the bytes :func:`find`'s file held when they were checked), read-only for
+    everyone; None when no assignment trains. What grading reads and binds into sandboxes."""
+    cache = CACHE.expanduser()
+    _private_folder(cache.parent)
+    with contextlib.suppress(OSError):
+        fd = os.open(cache, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid() and _sha256(fh.read()) == SHA256:
+                return str(cache)
+    found = find(course)
+    if found is None:
+        return None
+    raw = Path(found).read_bytes()
+    if _sha256(raw) != SHA256:
+        raise CorpusError(f"{found} changed while it was read: its sha256 is no longer {SHA256[:12]}...")
+    tmp = cache.with_suffix(f".{os.getpid()}.part")
+    with contextlib.suppress(FileNotFoundError):
+        tmp.unlink()
+    tmp.write_bytes(raw)
+    os.chmod(tmp, 0o444)
+    tmp.replace(cache)
+    return str(cache)

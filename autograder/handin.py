@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
@@ -79,9 +80,12 @@ def read_at(fd: int, name: str, limit: int, shown: str | None = None) -> bytes:
     so that the caller can tell a file that is too large."""
     handle = _open(fd, name, _FILE, shown or name, "file")
     with os.fdopen(handle, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-            raise Refused(f"{shown or name} is not a regular file")
-        return fh.read(limit + 1)
+        try:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise Refused(f"{shown or name} is not a regular file")
+            return fh.read(limit + 1)
+        except OSError as exc:
+            raise Refused(f"{shown or name} could not be read ({exc.strerror})") from None
 
 
 def read(base: str, names: Sequence[str], limit: int) -> bytes:
@@ -114,20 +118,25 @@ def read_submission(path: str) -> bytes:
         raise NotebookError(str(exc)) from None
 
 
-def entries(fd: int) -> dict[str, str]:
-    """``{name: kind}`` of the folder open at ``fd``; kind is folder, file, link or other (never followed)."""
+def entries(fd: int, shown: str | None = None) -> dict[str, str]:
+    """``{name: kind}`` of the folder open at ``fd``; kind is folder, file, link or other (never
+    followed). Refused when the folder cannot be listed, or one of its entries looked at (a folder
+    its student made unsearchable, an entry gone while it was listed)."""
     found: dict[str, str] = {}
-    for entry in os.scandir(fd):
-        mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
-        found[entry.name] = ("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
-                             else "link" if stat.S_ISLNK(mode) else "other")
+    try:
+        for entry in os.scandir(fd):
+            mode = os.stat(entry.name, dir_fd=fd, follow_symlinks=False).st_mode
+            found[entry.name] = ("folder" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode)
+                                 else "link" if stat.S_ISLNK(mode) else "other")
+    except OSError as exc:
+        raise Refused(f"{shown or 'the folder'} could not be listed ({exc.strerror})") from None
     return found
 
 
 def listing(fd: int, prefix: str = "") -> dict[str, str]:
     """``{path: kind}`` of everything below the folder open at ``fd`` (links are not descended)."""
     found: dict[str, str] = {}
-    for name, kind in entries(fd).items():
+    for name, kind in entries(fd, prefix.rstrip("/")).items():
         found[prefix + name] = kind
         if kind == "folder":
             try:
@@ -154,6 +163,18 @@ def left_out(fd: int, keep: Collection[str]) -> list[str]:
 SECRET = "submission_secret.txt"
 EXCHANGE_FILES = (submission_time.NAME, SECRET)
 MAX_EXCHANGE_FILE = 200
+SECRET_HEX = 128                          # secrets.token_hex(64), as nbgrader 0.9.6's submit writes it
+
+
+def secret_problem(secret: bytes | None) -> str | None:
+    """Why ``secret`` (a hand-in's submission_secret.txt) is not the token nbgrader's submit
+    writes (``SECRET_HEX`` lowercase hex digits), or None. Its released feedback page is named
+    by it alone, so anything else could be chosen to land on a classmate's page."""
+    if not secret:
+        return "is empty"
+    if not re.fullmatch(rb"[0-9a-f]{%d}" % SECRET_HEX, secret):
+        return f"is not the {SECRET_HEX} hex digits nbgrader's submit writes"
+    return None
 
 
 def declared(release: str) -> set[str]:
@@ -178,7 +199,10 @@ def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget
     altogether), or None."""
     os.makedirs(dest, exist_ok=True)
     left_out: list[tuple[str, str]] = []
-    found = entries(fd)
+    try:
+        found = entries(fd, prefix.rstrip("/"))
+    except Refused as exc:
+        return left_out, str(exc)
     skipped = set(ignore(dest, list(found))) if ignore else set()
     for name, kind in sorted(found.items()):
         path = prefix + name

@@ -8,6 +8,9 @@ What is compared is the code grading runs, chosen by the grader's own selection
 notebook as the backbone): each solution cell of the release by its grade id, the
 first cell holding that id whatever its flags say, and the imports and definitions
 of every cell the student added; never the given cells, which come from the release.
+Code run from strings (``exec``, ``eval``, ``compile`` of literal text, however joined or
+encoded, :mod:`autograder.code_in_strings`) is read as the code it is; a hand-in that runs code
+built any other way is listed as not compared, for a person to look at.
 Each top-level statement is read as Python reads it (``ast``), so comments and
 layout are gone before anything is measured or compared, and is written out again
 (``ast.unparse``) as tokens in which every name the student binds is ``V`` and every
@@ -43,6 +46,7 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from autograder import code_in_strings
 from selfcheck.program import program, source
 
 K = 5                  # tokens per k-gram: shorter and every `return np.` matches
@@ -222,9 +226,16 @@ def document(key: tuple, cells: dict[str, str], given: frozenset[str] = frozense
             return doc
     bound: set[str] = set()
     texts: dict[str, list[str]] = {}
+    hidden = 0
     for cell, code in cells.items():
         tree = _parse(code)
-        texts[cell] = _statements(tree, bound) if tree else []
+        run, unknown = code_in_strings.strings_run(tree) if tree and code_in_strings.may_run(code) else ([], 0)
+        texts[cell] = [text for t in ([tree] if tree else []) + run for text in _statements(t, bound)]
+        hidden += unknown
+    if hidden:
+        doc.unread = (f"it runs code built at run time ({hidden} call{'s' if hidden > 1 else ''} of exec, eval "
+                      "or compile on something other than literal text), which cannot be compared: look at it")
+        return doc
     units: dict[str, tuple[str, list[tuple[str, int]]]] = {}
     for cell, statements in texts.items():
         lines = 0

@@ -196,8 +196,8 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
     reference = reference_namespace(course, assignment)
     if corpus.needs_corpus(course, assignment):
         # the hidden checks train the reference here, and framework.load_corpus reads only what
-        # it is given: the course's corpus, as every sandbox gets it
-        os.environ["TINYSHAKESPEARE"] = corpus.find(course) or ""
+        # it is given: the course's private verified copy, as every sandbox gets it
+        os.environ["TINYSHAKESPEARE"] = corpus.private(course) or ""
     if jail is None:            # the sandbox (autograder/sandbox/)
         from autograder import sandbox
         jail = sandbox.jail(course)

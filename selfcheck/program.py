@@ -17,11 +17,16 @@ contribute their imports and definitions only.
 import ast
 import json
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from typing import Any
 from dataclasses import dataclass, field
 
 SKIP_PREFIXES = ("show_", "run_")
 MAX_NOTEBOOK_BYTES = 32 << 20
+# a hand-in is read, parsed and built into a program in the grader, before any sandbox: these bound
+# that work (the releases hold about 30 cells and 10,000 characters of code)
+MAX_CELLS = 1_000
+MAX_CODE_CHARS = 1_000_000
 
 
 class NotebookError(Exception):
@@ -57,16 +62,25 @@ def parse_notebook(raw: bytes) -> dict:
         found = nb.get("nbformat")
         raise NotebookError(f"the notebook has nbformat {found if isinstance(found, int) else '(none)'}; "
                             "version 4 is expected (save it from a current Jupyter)")
+    if len(nb["cells"]) > MAX_CELLS:
+        raise NotebookError(f"the notebook has {len(nb['cells']):,} cells; at most {MAX_CELLS:,} are read "
+                            "(delete the cells you added that the answers do not need)")
     try:
         json.dumps(nb, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         raise NotebookError("the notebook holds text that is not valid Unicode (a lone surrogate); "
                             "save it again from Jupyter") from None
+    code_chars = 0
     for number, cell in enumerate(nb["cells"], start=1):
         if (not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str)
                 or not isinstance(cell.get("source", ""), (str, list))
                 or not isinstance(cell.get("metadata", {}), dict)):
             raise NotebookError(f"cell {number} of the notebook is malformed")
+        if cell["cell_type"] == "code":
+            code_chars += len(source(cell))
+            if code_chars > MAX_CODE_CHARS:
+                raise NotebookError(f"the notebook's code cells hold more than {MAX_CODE_CHARS:,} characters "
+                                    f"(by cell {number}); delete the code the answers do not need")
         problem = _nbgrader_problem(cell.get("metadata", {}).get("nbgrader"))
         if problem:
             raise NotebookError(f"cell {number} has nbgrader metadata that is not valid ({problem}); "
@@ -146,12 +160,31 @@ def definitions_only(code: str) -> str:
     if tree is None:
         return ""
     keep = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    segment = _segments(code)
     kept = []
     for node in tree.body:
         if isinstance(node, keep):
-            decorators = [f"@{ast.get_source_segment(code, d)}\n" for d in getattr(node, "decorator_list", [])]
-            kept.append("".join(decorators) + (ast.get_source_segment(code, node) or ""))
+            decorators = [f"@{segment(d)}\n" for d in getattr(node, "decorator_list", [])]
+            kept.append("".join(decorators) + segment(node))
     return "\n".join(kept)
+
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _segments(code: str) -> Callable[[ast.AST], str]:
+    """``ast.get_source_segment(code, node)`` for many nodes of one cell, the cell split into lines
+    once (as that function splits it: only at \\r, \\n and \\r\\n), not once a node: a cell of
+    thousands of small functions would cost the grader time quadratic in its length."""
+    lines = _LINE.findall(code)
+
+    def segment(node: Any) -> str:
+        first, last = node.lineno - 1, node.end_lineno - 1
+        if first == last:
+            return lines[first].encode()[node.col_offset:node.end_col_offset].decode()
+        return (lines[first].encode()[node.col_offset:].decode() + "".join(lines[first + 1:last])
+                + lines[last].encode()[:node.end_col_offset].decode())
+    return segment
 
 
 def solution_ids(nb: dict) -> list[str | None]:

@@ -85,7 +85,7 @@ def graded_cohort(course, tmp_path_factory):
 
 
 COPIES = sorted(["original", "copier", "in-added-cells", "solution-flag-off", "long-leading-comment",
-                 "stub-under-same-id"])
+                 "stub-under-same-id", "in-an-exec-string", "in-base64-for-exec", "in-joined-strings-for-exec"])
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ release does not declare, or hangs.
 import html
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -21,6 +22,7 @@ import pytest
 
 from autograder import cohort, release
 from autograder.nbgrader import apps, exchange, gradebook, settings
+from test_accounts import accounts  # noqa: E402,F401 (a fixture)
 from test_nbgrader_paths import _call, _env, formgrader  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -209,14 +211,124 @@ def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_
     os.rename(inbound / "tmp" / FULL / assignment.id, inbound / name)
     shutil.rmtree(inbound / "tmp")
     (inbound / name / "timestamp.txt").write_text("2026-12-01 10:00:00.000000 UTC")
-    (inbound / name / "submission_secret.txt").write_text("a secret of nbgrader's submit")
+    (inbound / name / "submission_secret.txt").write_text("5e" * 64)
+    planted = "\nopen('/tmp/ran-as-whoever-runs-pytest', 'w')\n"     # a student's edits of the release's kit
+    for kit in ("conftest.py", "test_softmax.py", os.path.join("selfcheck", "checks.py")):
+        with open(inbound / name / kit, "a") as fh:
+            fh.write(planted)
     proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     collected = tmp_path / "submitted" / FULL / assignment.id
     assert (collected / assignment.notebook).exists() and (collected / "test_softmax.py").exists()
+    for kit in ("conftest.py", "test_softmax.py", os.path.join("selfcheck", "checks.py")):
+        with open(collected / kit) as mine, open(os.path.join(course.release(assignment), kit)) as theirs:
+            assert mine.read() == theirs.read(), kit                    # the release's, not the student's
+        said = kit.replace("checks.py", "") if kit.startswith("selfcheck") else kit
+        assert f"{said} (the release's own copy is collected in its place)" in proc.stderr, proc.stderr[-3000:]
     assert not (collected / "notes.html").exists()
-    assert (collected / "submission_secret.txt").read_text() == "a secret of nbgrader's submit"   # release_feedback's
+    assert (collected / "submission_secret.txt").read_text() == "5e" * 64   # release_feedback's
     assert "notes.html (not part of the release)" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_collect_as_an_ordinary_instructor_leaves_out_a_hand_in_it_cannot_read(course, assignment, accounts):
+    """An instructor collecting without root meets what a student may make of their own hand-in: a
+    folder it may list but not search, an unreadable notebook, an unreadable secret. Each
+    is left out, named, with the reason; the honest classmate's hand-in is collected."""
+    teacher = accounts.add("tea")
+    folder = os.path.join(accounts.folder, "course")
+    os.makedirs(folder)
+    settings.write_course_folder(course, folder)
+    exchange.setup(course, folder)
+    inbound = os.path.join(folder, "exchange", course.course_id, "inbound")
+    stamp = "2026-12-01 10:00:00.000000 UTC"
+    names = {}
+    for student in (FULL, "unsearchable", "unreadable-notebook", "unreadable-secret"):
+        names[student] = name = f"{student}+{assignment.id}+{stamp}+abc123"
+        _hand_in(course, os.path.join(inbound, "tmp"), student, assignment, cohort.solved(course, assignment))
+        os.rename(os.path.join(inbound, "tmp", student, assignment.id), os.path.join(inbound, name))
+    shutil.rmtree(os.path.join(inbound, "tmp"))
+    entry = pwd.getpwnam(teacher)
+    for top, dirs, files in os.walk(folder):
+        for path in [top] + [os.path.join(top, f) for f in files]:
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+    os.chmod(os.path.join(inbound, names["unsearchable"]), 0o400)
+    os.chmod(os.path.join(inbound, names["unreadable-notebook"], assignment.notebook), 0o000)
+    with open(os.path.join(inbound, names["unreadable-secret"], "submission_secret.txt"), "w") as fh:
+        fh.write("5e" * 64)
+    os.chown(os.path.join(inbound, names["unreadable-secret"], "submission_secret.txt"), entry.pw_uid, entry.pw_gid)
+    os.chmod(os.path.join(inbound, names["unreadable-secret"], "submission_secret.txt"), 0o000)
+    done = accounts.run(teacher, [os.path.join(BIN, "nbgrader"), "collect", assignment.id], check=False, cwd=folder)
+    said = done.stdout + done.stderr
+    assert done.returncode == 0, said[-3000:]
+    assert os.path.isfile(os.path.join(folder, "submitted", FULL, assignment.id, assignment.notebook)), said[-3000:]
+    for student in ("unsearchable", "unreadable-notebook", "unreadable-secret"):
+        assert f"Not collecting {os.path.join(inbound, names[student])}: " in said, (student, said[-3000:])
+        assert not os.path.exists(os.path.join(folder, "submitted", student)), student
+    assert "Permission denied" in said, said[-3000:]
+
+
+def test_one_students_secret_never_stops_the_release_of_feedback(course, assignment, tmp_path):
+    """The secret nbgrader's submit writes alone names a hand-in's released feedback. One that is
+    empty, missing, not text or not submit's token costs its own student their page, and one two
+    students hold (copied from a classmate) costs both theirs, never landing on the other's: each
+    with a warning naming the student, on every run; the classmates' feedback is released."""
+    import hashlib
+    settings.write_course_folder(course, str(tmp_path))
+    exchange.setup(course, str(tmp_path))
+    submitted = tmp_path / "submitted"
+    secrets = {FULL: b"0f" * 64, "empty-secret": b"", "binary-secret": b"\xff\xfe\x00",
+               "no-secret": None, "chosen-secret": b"any text a student likes",
+               "copied-secret": b"a1" * 64, "copied-from": b"a1" * 64}
+    for student, secret in secrets.items():
+        nb = cohort.solved(course, assignment) if student == FULL else cohort.stub(course, assignment)
+        dest = _hand_in(course, str(submitted), student, assignment, nb,
+                        {"timestamp.txt": "2026-12-01 10:00:00.000000 UTC"})
+        if secret is not None:
+            with open(os.path.join(dest, "submission_secret.txt"), "wb") as fh:
+                fh.write(secret)
+    graded = _run([os.path.join(BIN, "course"), "--config", course.path, "grade", str(submitted),
+                   "--out", str(tmp_path)], tmp_path)
+    assert graded.returncode == 0, graded.stdout[-2000:] + graded.stderr[-2000:]
+    feedback = _run([os.path.join(BIN, "nbgrader"), "generate_feedback", assignment.id, "--force"], tmp_path)
+    assert feedback.returncode == 0, feedback.stderr[-3000:]
+    released = tmp_path / "exchange" / course.course_id / "feedback"
+    notebook = os.path.splitext(assignment.notebook)[0]
+    page = released / (hashlib.md5(secrets[FULL] + notebook.encode()).hexdigest() + ".html")
+    for _ in range(2):                  # the bad secrets are still there on the next run
+        done = _run([os.path.join(BIN, "nbgrader"), "release_feedback", assignment.id], tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert page.exists(), done.stderr[-3000:]
+        for student in ("empty-secret", "binary-secret", "no-secret", "chosen-secret", "copied-secret",
+                        "copied-from"):
+            assert f"Not releasing the feedback of '{student}'" in done.stderr, (student, done.stderr[-3000:])
+        assert "also the one of 'copied-from'" in done.stderr, done.stderr[-3000:]
+    assert sorted(os.listdir(released)) == [page.name]
+
+
+def test_a_notebook_nbformat_would_refuse_has_the_same_score_in_every_export(course, assignment, tmp_path):
+    """A correct notebook whose code cells carry fields nbformat's schema refuses: `course grade`
+    gives it full marks, and so do nbgrader's gradebook, grades.csv and autograded/ (formgrader's
+    view), never a 0 from nbgrader refusing the file."""
+    import csv
+    nb = cohort.solved(course, assignment)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = "not-a-number"
+            cell.pop("outputs", None)
+            cell["bogus_key"] = 1
+    nb["metadata"]["kernelspec"] = 5
+    submitted = tmp_path / "submitted"
+    cohort.write(nb, str(submitted), "odd-fields", assignment)
+    done = _run([os.path.join(BIN, "course"), "--config", course.path, "grade", str(submitted),
+                 "--out", str(tmp_path / "out")], tmp_path)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    full = sum(p.points for p in assignment.parts)
+    with open(tmp_path / "out" / "totals.csv") as fh:
+        assert float(next(csv.DictReader(fh))[assignment.id]) == full
+    with open(tmp_path / "out" / "grades.csv") as fh:
+        row = next(r for r in csv.DictReader(fh) if r["student_id"] == "odd-fields")
+    assert float(row["raw_score"]) == full, row
+    assert (tmp_path / "out" / "autograded" / "odd-fields" / assignment.id / assignment.notebook).exists()
 
 
 def test_collect_refuses_a_hand_in_carrying_a_classmates_secret(course, assignment, tmp_path):

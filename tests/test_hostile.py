@@ -363,7 +363,8 @@ def test_collect_never_follows_a_link(course, tmp_path):
     collect.copy_files()
     submitted = tmp_path / "submitted"
     assert sorted(os.listdir(submitted)) == ["alice", "nobody"], os.listdir(submitted)
-    assert sorted(os.listdir(submitted / "alice" / "attention")) == ["attention.ipynb", "timestamp.txt"]
+    kit = set(os.listdir(course.release(course.assignment("attention")))) - {"attention.ipynb", "__pycache__"}
+    assert sorted(os.listdir(submitted / "alice" / "attention")) == sorted({"attention.ipynb", "timestamp.txt"} | kit)
     for folder, _, files in os.walk(submitted):
         assert not any(os.path.islink(os.path.join(folder, f)) for f in files)
 

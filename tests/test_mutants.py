@@ -150,3 +150,22 @@ def test_the_page_of_mistakes_is_current(graded):
         committed = fh.read()
     assert mistakes.comparable(committed) == mistakes.comparable(fresh), \
         f"{mistakes.PAGE} is out of date: run `course mistakes` and commit it"
+
+
+def test_a_layer_that_does_not_attend_earns_no_check_about_attention(tmp_path):
+    """A weighted-attention layer that never looks at another position (out(value(x))), and the
+    untouched stub, pass no check of the layer's attention; a shape alone carries no points. Only
+    the parameter counts (the removal switch, which that layer does write) may pass."""
+    from autograder.grading import grade_submission
+    assignment = COURSE.assignment("weighted_attention")
+    entries = {name: entry for _, name, entry in mistakes.cases(COURSE, assignment, assignment.parts[0])}
+    mistakes_, _ = cohort.catalogue(COURSE, "projection_removal")
+    counts = {"test_parameter_counts", "test_parameter_counts_of_the_chapter_model",
+              "test_parameter_counts_random_widths"}
+    for name, cells in (("no-attention-at-all", mistakes_["no-attention-at-all"]["cells"]),
+                        ("untouched", entries["projection_removal-untouched"]["cells"])):
+        path = cohort.write(cohort.solved(COURSE, assignment, cells), str(tmp_path), name, assignment)
+        part = grade_submission(COURSE, assignment.id, name, path, only={"projection_removal"}).parts[0]
+        passed = {c.name for c in part.checks if c.status == "passed"}
+        assert passed - {"test_output_shape"} <= counts, (name, sorted(passed))
+        assert not [c for c in part.checks if c.name == "test_output_shape" and c.weight], name

@@ -21,7 +21,7 @@ from autograder.nbgrader import settings, staging
 from autograder.nbgrader.preprocessors import (AddSelfCheckKit, ApplyResults, Refuse, RestoreCells,
                                                SanitizeMarkdown)
 from autograder.results import Submission
-from selfcheck.program import read_notebook
+from selfcheck.program import read_notebook, source
 
 
 def _cell(gid, code="", **nbgrader):
@@ -163,6 +163,30 @@ def test_a_written_answer_keeps_its_text_and_loses_its_script():
     assert nb.cells[1].source == "x = '<script>'"
 
 
+def test_a_huge_markdown_cell_is_shown_as_text_not_rendered_at_the_graders_cost():
+    """A megabyte of markdown (rendered, it costs the grader minutes outside any sandbox) is shown
+    as escaped text, its start and its length, in a fraction of that; the answers beside it are
+    rendered as before."""
+    import signal
+    answer = "The **keys** are alike."
+    huge = "*_" * 250_000 + "<script>alert(1)</script>\n\n[x](javascript:alert(2))"
+    cells = [new_markdown_cell(huge), new_markdown_cell(answer)]
+
+    def too_slow(*_):
+        raise AssertionError("rendering took more than 10 s")
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.setitimer(signal.ITIMER_REAL, 10)
+    try:
+        nb, _ = SanitizeMarkdown().preprocess(new_notebook(cells=cells), {})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    shown = nb.cells[0].source
+    assert shown.startswith("<div>\n<pre>*_*_") and "500,0" in shown and "\n\n" not in shown
+    assert "<script" not in shown and len(shown) < 30_000
+    assert "<strong>keys</strong>" in nb.cells[1].source
+
+
 # --- Refuse, and nbgrader's configuration -----------------------------------------------------------
 
 def test_refuse_stops_the_converter_with_course_yaml_s_problem():
@@ -197,8 +221,9 @@ def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
     cfg = Config()
     settings.configure(cfg, out=str(tmp_path), course_yaml=course.path)
     names = _ours(cfg)
-    assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeCsvExport", "RestoreCells",
-                                                    "SanitizeMarkdown", "ApplyResults", "AddSelfCheckKit"}
+    assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeReleaseFeedback", "SafeCsvExport",
+                                                    "RestoreCells", "SanitizeMarkdown", "ApplyResults",
+                                                    "AddSelfCheckKit"}
     for name in names:
         assert isinstance(import_item(name), type), name
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700
@@ -279,7 +304,25 @@ def test_a_hand_in_carries_the_release_s_nbgrader_metadata_never_its_own(release
     cells = json.loads(raw)["cells"]
     assert cells[check]["metadata"]["nbgrader"] == release["cells"][check]["metadata"]["nbgrader"]
     assert "nbgrader" not in cells[-2]["metadata"] and "nbgrader" not in cells[-1]["metadata"]
-    assert [c["source"] for c in cells] == [c["source"] for c in nb["cells"]]
+    assert [c["source"] for c in cells] == [source(c) for c in nb["cells"]]
+
+
+def test_a_hand_in_nbformat_would_refuse_is_handed_to_nbgrader_as_a_valid_notebook(release):
+    """Fields nbformat's schema refuses (a text execution count, no outputs, keys of its own, a
+    kernelspec that is a number, an id nbformat does not allow, twice) are not the student's
+    answers: nbgrader gets a valid notebook with every cell's source, never a refusal (a 0)."""
+    nb = copy.deepcopy(release)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            cell["execution_count"] = "not-a-number"
+            cell.pop("outputs", None)
+            cell["bogus_key"] = 1
+        cell["id"] = "not a valid id!"
+    nb["metadata"]["kernelspec"] = 5
+    raw, why = staging.as_released(_as_json(nb), release)
+    assert why is None
+    nbformat.validate(nbformat.reads(raw.decode(), as_version=4))
+    assert [source(c) for c in json.loads(raw)["cells"]] == [source(c) for c in nb["cells"]]
 
 
 def test_a_cell_whose_type_changed_loses_its_grade_id(release):

@@ -5,6 +5,7 @@ Fast: notebooks are built in memory or written to a temporary folder, and never 
 """
 
 import ast
+import base64
 import copy
 import dataclasses
 import io
@@ -76,7 +77,8 @@ def _near_copy(cells):
 def hiding_places(course, assignment, cells):
     """{name: notebook} handing in ``cells`` (grade id -> code) where a comparison of the cells
     marked as solutions, read from the last cell of each grade id and cut at 100,000 characters,
-    did not see them; grading runs the code of every one."""
+    or of their text rather than the code they run (a string given to exec, encoded or cut into
+    pieces), did not see them; grading runs the code of every one."""
     stubs = {grade_id(c): source(c) for c in cohort.stub(course, assignment)["cells"] if grade_id(c) in cells}
 
     def after_each(nb, extra):
@@ -93,8 +95,16 @@ def hiding_places(course, assignment, cells):
     padded = cohort.solved(course, assignment, {g: "# " + "x" * 100_000 + "\n" + code for g, code in cells.items()})
     twice = after_each(cohort.solved(course, assignment, cells),
                        lambda cell: {**copy.deepcopy(cell), "source": stubs[grade_id(cell)]})
+    in_string = cohort.solved(course, assignment, {g: f"exec({code!r})\n" for g, code in cells.items()})
+    encoded = cohort.solved(course, assignment, {
+        g: f"import base64\nexec(base64.b64decode({base64.b64encode(code.encode())!r}).decode())\n"
+        for g, code in cells.items()})
+    joined = cohort.solved(course, assignment, {
+        g: "exec(" + " + ".join(repr(code[i:i + 7]) for i in range(0, len(code), 7)) + ")\n"
+        for g, code in cells.items()})
     return {"in-added-cells": added, "solution-flag-off": unflagged, "long-leading-comment": padded,
-            "stub-under-same-id": twice}
+            "stub-under-same-id": twice, "in-an-exec-string": in_string, "in-base64-for-exec": encoded,
+            "in-joined-strings-for-exec": joined}
 
 
 def _release(course, assignment):
@@ -294,3 +304,16 @@ def test_too_much_code_is_listed_not_compared_and_deep_code_still_counts():
     plain = similarity.document(("plain", "a"), {"softmax": DISTINCTIVE["softmax"]})
     nested = similarity.document(("nested", "a"), {"softmax": deep})
     assert len(plain.prints.keys() & nested.prints.keys()) >= 0.8 * len(plain.prints)
+
+
+def test_a_hand_in_running_code_it_builds_at_run_time_is_listed_for_a_person(course, tmp_path):
+    """Code made at run time (here from character codes) cannot be compared without running it:
+    such a hand-in is listed as not compared, with the reason, and the rest are compared."""
+    assignment = course.assignment("attention")
+    hand_ins = {"original": cohort.solved(course, assignment, DISTINCTIVE),
+                "copier": cohort.solved(course, assignment, _near_copy(DISTINCTIVE))}
+    hand_ins["builds-its-code"] = cohort.solved(course, assignment, {
+        g: f"exec(bytes({list(code.encode())}).decode())\n" for g, code in DISTINCTIVE.items()})
+    found = _report(course, tmp_path, hand_ins, assignment)
+    assert found["not compared"] == {"builds-its-code"}, found
+    assert found["similarity"] == {"copier & original"}, found

@@ -10,6 +10,8 @@ import hashlib
 import json
 import os
 
+import pytest
+
 from autograder import grading, selfcheck_kit, store, suites, versions
 from autograder.results import Check, Submission
 from selfcheck.program import program
@@ -192,6 +194,49 @@ def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():
     from selfcheck.program import definitions_only, defined_names
     for code in ("x = a" + ".b" * 200000, "def f():\n    pass\n" + "a = 1\n" * 50000):
         assert definitions_only(code) == "" and defined_names(code) == []
+
+
+def test_an_added_cell_of_thousands_of_definitions_costs_the_grader_linear_time():
+    """One added cell of 2,000 two-line functions (70 KB, under the parsing bound): keeping its
+    definitions costs a small multiple of parsing it once, not a re-split of the cell per function
+    (which took minutes, in the grader, before any sandbox started)."""
+    import ast
+    import signal
+    import time
+    from selfcheck.program import definitions_only
+    body = [f"def f{i}(x):\n    return x + 'é'" for i in range(2000)]
+    code = "".join(f"{definition}  # a comment\n" for definition in body)
+    started = time.monotonic()
+    ast.parse(code)
+    bound = max(5.0, 10 * (time.monotonic() - started))
+
+    def too_slow(*_):
+        raise AssertionError(f"definitions_only took more than {bound:.1f} s")
+    previous = signal.signal(signal.SIGALRM, too_slow)
+    signal.setitimer(signal.ITIMER_REAL, bound)
+    try:
+        kept = definitions_only(code)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert kept == "\n".join(body)
+
+
+def test_a_notebook_of_too_many_cells_or_too_much_code_is_refused_before_it_is_built():
+    """What the grader parses and builds before any sandbox is bounded: more cells or more code
+    than a hand-in can need is the student's error, named, found in one pass."""
+    import json
+    import time
+    from selfcheck.program import MAX_CELLS, MAX_CODE_CHARS, NotebookError, parse_notebook
+    cell = {"cell_type": "code", "metadata": {}, "source": "def f(x): return x", "outputs": [],
+            "execution_count": None}
+    many = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell] * (MAX_CELLS + 1)}
+    big = dict(many, cells=[dict(cell, source="x = 1\n" * (MAX_CODE_CHARS // 12 + 1))] * 2)
+    for nb, said in ((many, f"{MAX_CELLS + 1:,} cells"), (big, f"more than {MAX_CODE_CHARS:,} characters")):
+        started = time.monotonic()
+        with pytest.raises(NotebookError, match=said):
+            parse_notebook(json.dumps(nb).encode())
+        assert time.monotonic() - started < 5
 
 
 def test_an_added_cell_that_parses_but_nests_deeply_keeps_its_own_text():

@@ -21,6 +21,7 @@ def _weights(rng, width=E):
             for p in ("query", "key", "value", "out")}
 
 
+@weight(0)      # a shape alone is no attention: a layer that ignores the other positions has it too
 def test_output_shape(student):
     """the layer maps x of shape (2, 5, 8) to an output of shape (2, 5, 8) in every mode"""
     rng = np.random.default_rng(0)
@@ -31,8 +32,23 @@ def test_output_shape(student):
                                    f"gave shape {out.shape}; expected (2, 5, 8)")
 
 
+NO_ATTENTION = ("the layer does not attend: output i is out(weights v) with the weights spread over "
+                "every position j <= i, so it changes when an earlier x does")
+
+
+def _changed_later(student, remove, weights, x, rng):
+    """The positions i > 0 whose output stays the same when only x at position 0 changes."""
+    earlier = x.copy()
+    earlier[:, 0] = rng.normal(size=(x.shape[0], x.shape[2]))
+    before = np.asarray(student.probe("projection_removal", "forward", E, remove, weights, x), dtype=float)
+    after = np.asarray(student.probe("projection_removal", "forward", E, remove, weights, earlier), dtype=float)
+    if before.shape != x.shape or after.shape != x.shape:
+        return list(range(1, x.shape[1]))
+    return [i for i in range(1, x.shape[1]) if np.allclose(before[:, i], after[:, i], rtol=1e-6, atol=1e-9)]
+
+
 def test_causal(student):
-    """position i never sees the future: changing x at positions after i leaves output i unchanged"""
+    """position i sees the past, never the future: output i changes with x at 0, never with x after i"""
     rng = np.random.default_rng(1)
     weights = _weights(rng)
     x = rng.normal(size=(1, 6, E))
@@ -42,6 +58,9 @@ def test_causal(student):
     after = np.asarray(student.probe("projection_removal", "forward", E, (), weights, later))
     close(after[:, :3], before[:, :3], "outputs at positions 0-2 after changing x at positions 3-5 "
           "(they changed: does the mask block keys j > i before the softmax?)")
+    unchanged = _changed_later(student, (), weights, x, rng)
+    that(not unchanged, f"outputs at positions {unchanged} did not change when x at position 0 did. Likely "
+                        f"mistake: {NO_ATTENTION}.")
 
 
 def test_parameter_counts(student):
@@ -95,6 +114,9 @@ def test_a_removed_projection_is_x_itself(student):
               mistakes=[(f"the {removed} projection was still applied although it was removed", full),
                         ("zeros (or nothing) were used in place of the removed projection, not x itself",
                          student.probe("projection_removal", "forward", E, (), zeros, x))])
+        unchanged = _changed_later(student, (removed,), weights, x, rng)
+        that(not unchanged, f"WeightedAttention(8, remove=('{removed}',)): outputs at positions {unchanged} did "
+                            f"not change when x at position 0 did. Likely mistake: {NO_ATTENTION}.")
 
 
 def test_attention_weights_read_back(student):

@@ -1,8 +1,9 @@
-"""nbgrader's collect and CSV export, made safe for hand-ins written by strangers.
+"""nbgrader's collect, release_feedback and CSV export, made safe for hand-ins written by strangers.
 
-nbgrader takes both by name from its configuration (``ExchangeFactory.collect``,
-``ExportApp.plugin_class``; :mod:`autograder.nbgrader.settings`), so plain
-``nbgrader collect`` and ``nbgrader export`` in the course folder use them.
+nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
+``ExchangeFactory.release_feedback``, ``ExportApp.plugin_class``;
+:mod:`autograder.nbgrader.settings`), so plain ``nbgrader collect``,
+``nbgrader release_feedback`` and ``nbgrader export`` in the course folder use them.
 
 * :class:`SafeCollect` copies what students put in the exchange's inbound
   folder through autograder/handin.py, never following a symbolic link
@@ -19,6 +20,11 @@ nbgrader takes both by name from its configuration (``ExchangeFactory.collect``,
   parse, a file, a link) is left out with a warning, never stopping the
   others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
   never the one the student wrote.
+* :class:`SafeReleaseFeedback` releases each student's feedback on its own: a
+  hand-in whose secret (which alone names the released page) is missing, not the
+  token nbgrader's submit writes, or also another student's is skipped with a
+  warning naming the student, never stopping the class's release (nbgrader's raises
+  on the first bad one, on every later run) nor landing on a classmate's page.
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
   csv module, every text field spreadsheet-safe (a student id starting with
   ``=`` cannot become a formula; a comma in a name cannot shift a column).
@@ -29,14 +35,16 @@ import glob
 import logging
 import os
 import pwd
+import re
 import shutil
 import stat
 import datetime
 
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.exchange.default.collect import ExchangeCollect
+from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.plugins import CsvExportPlugin
-from nbgrader.utils import check_mode, parse_utc
+from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder import handin, submission_time
@@ -180,16 +188,27 @@ class SafeCollect(ExchangeCollect):
         username = os.path.basename(src).rsplit("+", 3)[0]
         release = self.coursedir.format_path(self.coursedir.release_directory, ".", self.coursedir.assignment_id)
         left_out: list[tuple[str, str]] = []
+        declared = handin.declared(release)
+        # the release's own support files (checks, conftest.py, selfcheck/) come from the release:
+        # a student's edited copy would run as whoever runs pytest in the collected folder
+        support = {p for p in declared if not p.endswith(".ipynb") and p not in handin.EXCHANGE_FILES}
         try:
             with handin.folder(os.path.dirname(src), os.path.basename(src)) as fd:
                 why = self._refusal_of(os.fstat(fd).st_uid, username)
                 if why is None:
                     left_out, why = handin.copy_folder(
-                        fd, dest, handin.declared(release), 1000 * self.coursedir.max_file_size,
+                        fd, dest, declared - support, 1000 * self.coursedir.max_file_size,
                         [1000 * self.coursedir.max_dir_size], shutil.ignore_patterns(*self.coursedir.ignore))
+            if why is None:
+                shutil.copytree(release, dest, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
         except handin.Refused as exc:
             why = f"it is not a folder of its own ({exc})"
+        except OSError as exc:      # writing its copy: this hand-in's problem, never the class's
+            why = f"it could not be copied ({exc.strerror}: {exc.filename})"
         for name, reason in left_out:
+            if name in support or name.rstrip("/") in {os.path.dirname(p) for p in support}:
+                reason = "the release's own copy is collected in its place"
             self.log.warning("Left out of %s: %s (%s)", src, name, reason)
         if why:
             self.log.warning("Not collecting %s: %s", src, why)
@@ -217,6 +236,59 @@ def _secret(path: str) -> bytes | None:
     except (handin.Refused, OSError):
         return None
     return secret.strip() or None
+
+
+class SafeReleaseFeedback(ExchangeReleaseFeedback):
+    """nbgrader's release_feedback (0.9.6), one student at a time. The released page is named
+    by the hand-in's secret alone, so a secret that cannot be used (missing, not the token
+    nbgrader's submit writes) is that student's problem, and a secret two students' hand-ins
+    hold (a copied one) is neither's page: each is skipped with a warning naming the student.
+    Its time, which nbgrader's only logs, is not read."""
+
+    def _secret(self, folder: str) -> tuple[bytes | None, str | None]:
+        """(the secret of the feedback folder ``folder``, why it cannot be used)."""
+        try:
+            secret = handin.read(folder, [handin.SECRET], handin.MAX_EXCHANGE_FILE)
+        except handin.Refused as exc:
+            return None, str(exc)
+        why = handin.secret_problem(secret)
+        return (None, f"{handin.SECRET} {why}") if why else (secret, None)
+
+    def copy_files(self) -> None:
+        excluded = set(filter(None, (self.coursedir.student_id_exclude or "").split(",")))
+        pattern = re.escape(os.path.sep).join([
+            self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
+                                       self.coursedir.assignment_id, escape=True),
+            "(?P<notebook_id>.*).html"])
+        holders: dict[bytes, set[str]] = {}       # every student's, whichever are released now
+        for folder in glob.glob(self.coursedir.format_path(self.coursedir.feedback_directory, "*",
+                                                           self.coursedir.assignment_id)):
+            secret, _ = self._secret(folder)
+            if secret is not None:
+                holders.setdefault(secret, set()).add(os.path.basename(os.path.dirname(folder)))
+        for page in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
+            found = re.match(pattern, page)
+            if found is None:
+                self.log.error("Could not match '%s' with regexp '%s'", page, pattern)
+                continue
+            student, notebook = found.group("student_id"), found.group("notebook_id")
+            if student in excluded:
+                continue
+            secret, why = self._secret(os.path.dirname(page))
+            others = sorted(holders.get(secret, set()) - {student}) if secret is not None else []
+            if others:
+                why = f"its {handin.SECRET} is also the one of {', '.join(map(repr, others))}"
+            if why:
+                self.log.warning("Not releasing the feedback of %r on %s: %s", student,
+                                 self.coursedir.assignment_id, why)
+                continue
+            assert secret is not None                 # a hand-in without one was left out above
+            checksum = notebook_hash(secret=secret.decode("ascii"), notebook_id=notebook)
+            self.log.info("Releasing feedback for student '%s' on assignment '%s/%s/%s'", student,
+                          self.coursedir.course_id, self.coursedir.assignment_id, notebook)
+            staged = os.path.join(self.dest_path, f"{checksum}-tmp.html")
+            shutil.copy(page, staged)
+            shutil.move(staged, os.path.join(self.dest_path, f"{checksum}.html"))
 
 
 class SafeCsvExport(CsvExportPlugin):

@@ -48,6 +48,7 @@ def settings(course: Course, out: str | None = None) -> Config:
     # hand-ins are strangers' files: collect never follows a link nor takes another's name,
     # the CSV export cannot hold a formula, feedback pages never carry a student's script
     c.ExchangeFactory.collect = _ours("plugins", "SafeCollect")
+    c.ExchangeFactory.release_feedback = _ours("plugins", "SafeReleaseFeedback")
     c.ExportApp.plugin_class = _ours("plugins", "SafeCsvExport")
     c.HTMLExporter.sanitize_html = True
     # nbgrader's sanitising, with deleted test cells restored (RestoreCells) and the students'

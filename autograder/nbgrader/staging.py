@@ -15,17 +15,22 @@ and nbgrader copies the release's support files into ``autograded/`` itself).
 import copy
 import json
 import os
+import re
 import shutil
+from typing import Any
 
 from autograder import handin, submission_time
 from autograder.config import Assignment, Course
-from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook
+from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook, source
 
 
 def as_released(raw: bytes, release: dict) -> tuple[bytes | None, str | None]:
     """The notebook ``raw`` as nbgrader may read it, and why it cannot be this release's hand-in
     (None when it can), as grading decides.
 
+    It is a plain nbformat 4 notebook whatever the hand-in held, so nbgrader's validation never
+    refuses it (a refused one would be a 0 in the gradebook beside the course's score): each cell
+    only its type, id, source and no outputs, the release's notebook metadata.
     Its cells carry the release's nbgrader metadata (grade id, flags, points), never their own:
     the first cell with a grade id of the release keeps its place and the student's source,
     and a later cell with the same id, a cell whose id the release does not have or whose type
@@ -40,14 +45,47 @@ def as_released(raw: bytes, release: dict) -> tuple[bytes | None, str | None]:
     if problem:
         return None, problem
     released = {grade_id(c): c for c in release["cells"] if grade_id(c)}
-    seen = set()
-    for cell in nb["cells"]:
-        gid = grade_id(cell)
-        cell.get("metadata", {}).pop("nbgrader", None)
-        if gid in released and gid not in seen and cell["cell_type"] == released[gid]["cell_type"]:
-            cell.setdefault("metadata", {})["nbgrader"] = copy.deepcopy(released[gid]["metadata"]["nbgrader"])
+    seen: set[str | None] = set()
+    ids: set[str] = set()
+    cells = []
+    for number, cell in enumerate(nb["cells"]):
+        gid, kind = grade_id(cell), cell["cell_type"]
+        metadata: dict[str, Any] = {}
+        new: dict[str, Any] = {"cell_type": kind if kind in ("code", "markdown") else "raw",
+                               "id": _cell_id(cell, number, ids), "metadata": metadata, "source": source(cell)}
+        if new["cell_type"] == "code":
+            new.update(execution_count=None, outputs=[])
+        if new["cell_type"] == "markdown" and _attachments(cell.get("attachments")):
+            new["attachments"] = copy.deepcopy(cell["attachments"])    # an image pasted into an answer
+        if gid in released and gid not in seen and kind == released[gid]["cell_type"]:
+            metadata["nbgrader"] = copy.deepcopy(released[gid]["metadata"]["nbgrader"])
             seen.add(gid)
-    return json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-8"), None
+        cells.append(new)
+    out = {"nbformat": 4, "nbformat_minor": max(5, release.get("nbformat_minor", 5)),
+           "metadata": copy.deepcopy(release.get("metadata", {})), "cells": cells}
+    return json.dumps(out, indent=1, ensure_ascii=False).encode("utf-8"), None
+
+
+_ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _attachments(found: object) -> bool:
+    """Whether a markdown cell's ``attachments`` are as nbformat's schema has them
+    (``{name: {mime type: base64 text}}``), so that keeping them keeps the notebook valid."""
+    return isinstance(found, dict) and bool(found) and all(
+        isinstance(name, str) and isinstance(kinds, dict) and kinds
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in kinds.items())
+        for name, kinds in found.items())
+
+
+def _cell_id(cell: dict, number: int, taken: set[str]) -> str:
+    """The cell's own id when nbformat accepts it and no earlier cell has it, else a new one."""
+    wanted = cell.get("id")
+    found = wanted if isinstance(wanted, str) and _ID.fullmatch(wanted) and wanted not in taken else None
+    while found is None or found in taken:
+        found, number = f"cell-{number}", number + 1
+    taken.add(found)
+    return found
 
 
 def read_handin(base: str, student: str, assignment: str, release_dir: str,
@@ -94,8 +132,9 @@ def read_handin(base: str, student: str, assignment: str, release_dir: str,
         if handin.SECRET in found:         # names the hand-in's feedback folder at release_feedback
             try:
                 secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE)
-                if len(secret) > handin.MAX_EXCHANGE_FILE:
-                    raise handin.Refused("too large")
+                why = handin.secret_problem(secret)
+                if why:
+                    raise handin.Refused(why)
                 files[handin.SECRET] = secret
             except handin.Refused as exc:
                 left_out.append(f"{handin.SECRET} ({exc})")

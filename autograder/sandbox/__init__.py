@@ -64,13 +64,13 @@ CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 
 def corpus_path(course: Course | None = None) -> str | None:
-    """The corpus file students' code may read, or None."""
+    """The corpus file students' code may read (the private verified copy), or None."""
     if course is None:
         from autograder import config
         course = config.load()
     from autograder import corpus
     try:
-        found = corpus.find(course)
+        found = corpus.private(course)
     except RuntimeError:
         return None          # `course grade` stops earlier with the reason
     return os.path.realpath(found) if found else None

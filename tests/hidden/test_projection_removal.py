@@ -114,6 +114,29 @@ def test_forward_every_mode(student, reference, mode):
               reveal=False, mistakes=[m for m in forward_mistakes(x, weights, remove) if mode != "full" or "remove" not in m[0]])
 
 
+@pytest.mark.parametrize("mode", list(MODES))
+def test_the_past_reaches_every_later_position(student, reference, mode):
+    """changing x at one position j changes the output at every i > j, and none at i < j"""
+    remove = MODES[mode]
+    E, T = width(), int(RNG.integers(5, 8))
+    weights = random_weights(E)
+    x = RNG.normal(size=(2, T, E))
+    j = int(RNG.integers(1, T - 2))
+    moved = x.copy()
+    moved[:, j] = RNG.normal(size=(2, E))
+    before = np.asarray(student.probe("projection_removal", "forward", E, remove, weights, x), dtype=float)
+    after = np.asarray(student.probe("projection_removal", "forward", E, remove, weights, moved), dtype=float)
+    that(before.shape == x.shape == after.shape, f"WeightedAttention({E}, remove={remove}) should keep the "
+                                                 f"shape of x, {x.shape}; got {before.shape}")
+    same = [i for i in range(T) if np.allclose(before[:, i], after[:, i], rtol=1e-6, atol=1e-9)]
+    that(all(i in same for i in range(j)), f"WeightedAttention({E}, remove={remove}): an output before "
+                                          "position j changed when x at j did: position i sees the future")
+    that(not [i for i in range(j + 1, T) if i in same],
+         f"WeightedAttention({E}, remove={remove}): outputs after position j did not change when x at j did. "
+         "Likely mistake: the layer does not attend: output i is out(weights v) with the weights spread over "
+         "every position j <= i")
+
+
 def test_parameter_counts_random_widths(student, reference):
     """parameters and kept projections of single layers of random widths"""
     for mode, remove in MODES.items():

@@ -218,6 +218,13 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores.transpose(-2, -1)).transpose(-2, -1))
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
+    "no-attention-at-all": {"cells": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        v = x if self.value is None else self.value(x)               # queries and keys never used
+        return self.out(v)
+''')},
 }
 
 CORRECT = {

@@ -148,6 +148,7 @@ class Student:
         self._stand_in_process = None
         self.label = label
         self._proc = self._launch = None
+        self._load = None               # the load request, while a begun process is not yet ready
         self._answers = None
         self._restarts = 0
         self._timeouts = 0
@@ -206,6 +207,12 @@ class Student:
                 os.close(fd)
         self._answers = os.fdopen(read_fd, "rb")
         self._chunks, self._size = [], 0
+        self._load = load
+
+    def _ready(self):
+        """Wait for the started process to say "ready", then load the cells into it."""
+        load, self._load = self._load, None
+        launch = self._launch
         line = self._readline(Clock(None, None, STARTUP_SECONDS))
         if not line or not line.startswith(b'{"op": "ready"'):
             why = self._startup_failure()
@@ -223,6 +230,13 @@ class Student:
     def start(self):
         """Start the process now (a stand-ins' process is started before it is needed)."""
         self._ensure()
+
+    def begin(self):
+        """Start the process without waiting for it: Python and numpy load in it while the caller
+        does something else (collects the suites); the cells load at the first call."""
+        if self._proc is None and self.broken is None:
+            self._restarts += 1
+            self._start()
 
     def _start_stand_ins(self):
         """The student's code called another part's function for the first time."""
@@ -443,13 +457,19 @@ class Student:
         if self.broken is not None:     # a fresh exception: re-raising one would grow its traceback
             raise StudentError(self.broken.kind, self.broken.message)
         if self._proc is not None:
+            if self._load is not None:      # begun, not yet ready
+                self._finish()
             return
         if self._max_timeouts is not None and self._restarts > MAX_RESTARTS:
             self.broken = StudentError("crashed", "your code stopped responding too many times")
             raise self.broken
         self._restarts += 1
+        self._start()
+        self._finish()
+
+    def _finish(self):
         try:
-            self._start()
+            self._ready()
         except StudentError as exc:
             self.broken = exc
             raise

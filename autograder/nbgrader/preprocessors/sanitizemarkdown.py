@@ -7,6 +7,7 @@ generate_feedback both run this (:mod:`autograder.nbgrader.settings`).
 """
 
 import re
+from html import escape
 
 import bleach
 from nbconvert.filters.markdown_mistune import markdown2html_mistune
@@ -20,15 +21,32 @@ _ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title"], "td": ["a
 _PROTOCOLS = ["http", "https", "mailto", "attachment"]
 
 
+MAX_RENDERED_CELL = 20_000      # characters: a written answer is a few paragraphs
+MAX_RENDERED = 100_000          # characters of markdown rendered per notebook, the release's included
+SHOWN = 20_000                  # characters of a cell shown as text when it is not rendered
+
+
 class SanitizeMarkdown(NbGraderPreprocessor):
     """Every markdown cell rendered to HTML and reduced to the tags and links a written answer
     needs: scripts, event handlers, styles and javascript: links go; text, formatting,
-    tables, images and math stay."""
+    tables, images and math stay. Rendering costs the grader tens of microseconds a character,
+    outside any sandbox: a cell over ``MAX_RENDERED_CELL`` characters, or past the notebook's
+    ``MAX_RENDERED``, is shown as escaped text instead (its start, and how long it is)."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        self._left = MAX_RENDERED
+        return super().preprocess(nb, resources)
 
     def preprocess_cell(self, cell: NotebookNode, resources: dict, index: int) -> tuple[NotebookNode, dict]:
         if cell.cell_type == "markdown":
-            html = bleach.clean(markdown2html_mistune(cell.source), tags=_TAGS, attributes=_ATTRIBUTES,
-                                protocols=_PROTOCOLS, strip=True)
+            text, left = cell.source, getattr(self, "_left", MAX_RENDERED)
+            if len(text) > min(MAX_RENDERED_CELL, left):
+                html = (f"<pre>{escape(text[:SHOWN])}</pre>\n<p>(a cell of {len(text):,} characters, shown as "
+                        "text: too long to render)</p>")
+            else:
+                self._left = left - len(text)
+                html = bleach.clean(markdown2html_mistune(text), tags=_TAGS, attributes=_ATTRIBUTES,
+                                    protocols=_PROTOCOLS, strip=True)
             # nbgrader renders the cell as markdown once more: one HTML block without blank lines
             # is passed through untouched, so no markdown link can appear in it now
             cell.source = "<div>\n" + re.sub(r"\n\s*\n", "\n", html.strip()) + "\n</div>"
