@@ -42,7 +42,7 @@ class _Session:
         self.program = program(nb)
         self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
         self.uses = notes.uses(nb, self.info["parts"])
-        self.failing_parts = set()
+        self.failing = {}           # part -> the functions its failing public checks call
         self.unloaded = []
         self.student = None
 
@@ -125,13 +125,13 @@ def pytest_runtest_makereport(item, call):
     session = item.config._selfcheck
     part = manifest.part_of(session.info, item.path.name)
     if part:
-        session.failing_parts.add(part)
+        session.failing.setdefault(part, set()).update(notes.checked_names(item.function))
     if call.excinfo.errisinstance((CheckFailed, StudentError)):
         exc = call.excinfo.value
-        message = getattr(exc, "message", None) or str(exc)
+        message = str(exc)
         if session.unloaded and ("defines no function" in message or "NameError" in message):
             message += " (a cell did not load: see the first check, `every cell loads`)"
-        lean = notes.leaning_on(part, session.uses, session.failing_parts - {part})
+        lean = notes.leaning_on(part, session.uses, {p: f for p, f in session.failing.items() if p != part})
         report.longrepr = f"{lean}\n{message}" if lean else message
 
 
