@@ -10,6 +10,9 @@ import hashlib
 import json
 import os
 
+import numpy as np
+import pytest
+
 from autograder import grading, selfcheck_kit, store, suites, versions
 from autograder.results import Check, PartResult, Submission
 from selfcheck.program import program
@@ -239,3 +242,28 @@ def test_every_check_of_a_suite_has_its_own_label(course):
                 labels = [label(getattr(fn, "func", fn).__doc__, getattr(fn, "keywords", None)) for _, fn in tests]
                 twice = sorted({text for text in labels if labels.count(text) > 1})
                 assert not twice, f"{path}: one label for several checks: {twice}"
+
+
+def test_a_long_array_is_shown_from_where_it_differs():
+    """Identical first entries say nothing: both arrays are shown from the first entry that differs."""
+    from selfcheck.checks import CheckFailed, close
+    expected = np.arange(40.0).reshape(1, 5, 8)
+    got = expected.copy()
+    got[0, 2, 3] += 1.0
+    with pytest.raises(CheckFailed) as failed:
+        close(got, expected, "the layer")
+    assert "reading [19.0000, 20.0000" in str(failed.value) and "from index [0, 2, 3]" in str(failed.value)
+    assert "reading [20.0000, 20.0000" in str(failed.value)
+
+
+def test_numpy_s_shape_errors_are_named_in_the_check_cell_too():
+    """The check cell runs the notebook's functions in the kernel: a matmul whose shapes do not line up
+    gets the same diagnosis there as in `pytest` and at grading, from the exception itself."""
+    from selfcheck.student import LocalStudent, StudentError
+
+    def combine(heads, W_o):
+        return np.mean(heads, axis=0) @ W_o
+
+    with pytest.raises(StudentError) as raised:
+        LocalStudent({"combine": combine}).call("combine", np.ones((3, 5, 2)), np.ones((6, 6)))
+    assert raised.value.mistake == "matmul-shapes" and "Likely mistake: the shapes of a matrix product" in str(raised.value)

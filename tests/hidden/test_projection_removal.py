@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 
-from selfcheck.checks import central_differences, close, equal, that, weight
+from selfcheck.checks import central_differences, close, equal, gradient_mistake, that, weight
 from selfcheck.probes import projection_removal as probe
 from selfcheck.student import StudentError
 
@@ -160,7 +160,7 @@ def test_gradients_finite_differences(student, reference, mode):
     that(isinstance(got, dict), f"WeightedAttention({E}, remove={remove}): the gradients could not be read")
     none = [key for key in expected if got.get(key) is None]
     that(not none, f"WeightedAttention({E}, remove={remove}): backward() left no gradient in "
-                   + ", ".join(none), *probe.gradient_mistake(none)[::-1])
+                   + ", ".join(none), *gradient_mistake(none)[::-1])
     shapes = {key: np.shape(ref) for key, ref in expected.items()}
     values = student.probe("projection_removal", "objective", E, remove, weights, x, upstream, list(shapes), EPS)
     numeric = central_differences(values, shapes, EPS)

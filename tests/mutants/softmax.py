@@ -112,6 +112,11 @@ def entropy_bits(p):
 }
 
 CORRECT = {
+    "entropy-with-epsilon": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log2(p + 1e-12)))
+'''},
     "loops": {"softmax": '''
 def softmax(z, axis=-1):
     z = np.moveaxis(np.array(z, dtype=float), axis, -1)
