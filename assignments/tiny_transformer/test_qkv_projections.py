@@ -37,6 +37,8 @@ def _mask_hint(weights):
         return "softmax-over-queries", "the softmax ran over the queries (axis 0) instead of along each row (axis -1)"
     if weights[0, 0] != 1.0 and np.all(np.tril(weights, k=-1)[1:] == 0) and np.allclose(sums, 1.0):
         return "mask-transposed", "the mask is transposed: each token sees the later tokens instead of the earlier ones"
+    if n > 2 and np.all(np.diag(weights, k=1) > 0) and np.all(weights[np.triu_indices(n, k=2)] == 0):
+        return "mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))"
     if np.all(above > 0):
         return ("no-causal-mask", "the future is not blocked: set the scores above the diagonal to -inf (or -1e9) before "
                 "the softmax; a score of 0 still gets weight")

@@ -8,8 +8,7 @@ and need no corpus. A likely mistake is named only when your layer's answer show
 
 import numpy as np
 
-from selfcheck.checks import CheckFailed, close, equal, implied_scale, scale_mistake, that, weight
-from selfcheck.probes.projection_removal import gradient_mistake
+from selfcheck.checks import CheckFailed, close, equal, gradient_mistake, implied_scale, scale_mistake, that, weight
 
 E = 8
 KINDS = [(), ("query",), ("key",), ("value",), ("query", "key", "value")]

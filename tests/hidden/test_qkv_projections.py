@@ -40,6 +40,7 @@ def attention(Q, K, V, *, scale=None, mask="causal", axis=-1, mask_after=False, 
     allowed = {"causal": np.tril(np.ones((n, n), bool)),
                "transposed": np.triu(np.ones((n, n), bool)),
                "strict": np.tril(np.ones((n, n), bool), k=-1),
+               "off-by-one": np.tril(np.ones((n, n), bool), k=1),
                "none": np.ones((n, n), bool)}[mask]
     with np.errstate(invalid="ignore"):
         if mask_after:
@@ -73,6 +74,8 @@ def attention_mistakes(Q, K, V, d_model=None, index=1):
         ("mask-transposed", "the mask is transposed: each token sees the later tokens instead of the earlier ones",
          attention(Q, K, V, mask="transposed")),
         ("no-causal-mask", "there is no causal mask: tokens see the future", attention(Q, K, V, mask="none")),
+        ("mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))",
+         attention(Q, K, V, mask="off-by-one")),
         ("mask-without-diagonal", "the mask also blocks the diagonal (use j <= i, not j < i); the first row has nothing left",
          attention(Q, K, V, mask="strict")),
         ("softmax-over-queries", "the softmax ran over the queries (axis 0) instead of along each row (axis -1)",
@@ -105,6 +108,8 @@ def mha_mistakes(x, heads, W_o):
         ("heads-averaged", "the heads were averaged instead of concatenated and projected together",
          mha(x, heads, W_o, combine="mean")),
         ("no-causal-mask", "there is no causal mask: tokens see the future", mha(x, heads, W_o, mask="none")),
+        ("mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))",
+         mha(x, heads, W_o, mask="off-by-one")),
         ("mask-transposed", "the mask is transposed: each token sees the later tokens instead of the earlier ones",
          mha(x, heads, W_o, mask="transposed")),
         ("softmax-over-queries", "the softmax ran over the queries (axis 0) instead of along each row",

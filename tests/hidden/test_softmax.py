@@ -43,8 +43,8 @@ def test_softmax_random_shapes(student, reference):
         if other is not None:
             mistakes.append(("softmax-wrong-axis", "the softmax ran along the wrong axis (use the `axis` argument for max and sum)",
                              softmax_axis(z, other)))
-            mistakes.append(("softmax-ignores-axis", "the max or sum ignored `axis` (always the last axis)", softmax_axis(z, -1)))
-            mistakes.append(("softmax-ignores-axis", "the max or sum ignored `axis` (always axis 0)", softmax_axis(z, 0)))
+            mistakes.append(("softmax-wrong-axis", "the max or sum ignored `axis` (always the last axis)", softmax_axis(z, -1)))
+            mistakes.append(("softmax-wrong-axis", "the max or sum ignored `axis` (always axis 0)", softmax_axis(z, 0)))
         close(student.softmax(z, axis), reference.softmax(z, axis),
               f"softmax of a random array of shape {shape} along axis {axis}", reveal=False,
               mistakes=mistakes)

@@ -37,7 +37,7 @@ def masked_softmax(scores, mask):
 def masked_softmax(scores, mask):
     return softmax(np.where(mask, scores, -1.0))
 '''}},
-    "mask-in-place": {"mistake": "in-place", "warned": "Leave scores as it was",
+    "mask-in-place": {"mistake": "masked-softmax-2d-only", "warned": "Leave scores as it was",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores[~np.asarray(mask, dtype=bool)] = -np.inf

@@ -76,7 +76,7 @@ def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs, axis=1)
 '''}},
-    "heads-averaged": {"mistake": "matmul-shapes", "warned": "concatenated in order ... and the output projection W_O",
+    "heads-averaged": {"mistake": "heads-averaged", "warned": "concatenated in order ... and the output projection W_O",
         "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     total = 0
@@ -96,7 +96,7 @@ def project_qkv(x, W_q, W_k, W_v):
 def project_qkv(x, W_q, W_k, W_v):
     return x @ W_q, x @ W_q, x @ W_v
 '''}},
-    "zero-instead-of-minus-inf": {"mistake": "no-causal-mask", "warned": "Blocked scores are set to -inf (or a very large negative number)",
+    "zero-instead-of-minus-inf": {"mistake": "mask-fill-not-minus-inf", "warned": "Blocked scores are set to -inf (or a very large negative number)",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])

@@ -279,6 +279,21 @@ def central_differences(values, shapes, eps):
     return out
 
 
+def gradient_mistake(none):
+    """(mistake id, words) for the parameters that got no gradient (their names, such as "out.weight"):
+    one projection that takes no part in the output, or else a graph cut by leaving the framework."""
+    owners = {key.split(".")[0] for key in none}
+    name = owners.pop() if len(owners) == 1 else None
+    if name and sorted(none) == [f"{name}.bias", f"{name}.weight"]:
+        if name == "out":
+            return "out-not-applied", "`out` is not applied last: output = out(weights v)"
+        return f"{name}-unused", (f"the {name} projection takes no part in the output (no gradient reached it): "
+                                  f"{name[0]} must be self.{name}(x) unless {name} is removed")
+    return "graph-cut", ("the forward pass left the framework (numpy on .data, or a Tensor made from a numpy "
+                         "array), which cuts the graph; every kept projection must take part in the output through "
+                         "Tensor operations (@, .transpose, *, the mask and softmax layers)")
+
+
 def unchanged(student, name, *args, what=None):
     """Call ``name`` and check it left its array arguments as they were; returns its answer.
 

@@ -148,18 +148,3 @@ def short_run(ns, remove, steps, seed, test_batches, log_every=50):
     test_loss = F.evaluate(model, data, max_batches=int(test_batches))
     return {"losses": [float(v) for v in run["losses"]], "test_loss": float(test_loss),
             "parameters": int(model.num_parameters()), "cpu_seconds": time.process_time() - start}
-
-
-def gradient_mistake(none):
-    """(mistake id, words) for the parameters that got no gradient (their names, such as "out.weight"):
-    one projection that takes no part in the output, or else a graph cut by leaving the framework."""
-    owners = {key.split(".")[0] for key in none}
-    name = owners.pop() if len(owners) == 1 else None
-    if name and sorted(none) == [f"{name}.bias", f"{name}.weight"]:
-        if name == "out":
-            return "out-not-applied", "`out` is not applied last: output = out(weights v)"
-        return f"{name}-unused", (f"the {name} projection takes no part in the output (no gradient reached it): "
-                                  f"{name[0]} must be self.{name}(x) unless {name} is removed")
-    return "graph-cut", ("the forward pass left the framework (numpy on .data, or a Tensor made from a numpy "
-                         "array), which cuts the graph; every kept projection must take part in the output through "
-                         "Tensor operations (@, .transpose, *, the mask and softmax layers)")
