@@ -138,7 +138,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return weights @ v
 ''')},
-    "value-from-query": {"mistake": "values-from-query", "warned": "V = x W_v + b_v",
+    "value-from-query": {"mistake": "value-unused", "warned": "V = x W_v + b_v",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -150,7 +150,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "remove-ignored": {"mistake": "removed-but-kept", "warned": "with remove=('key',) the layer uses K = x",
+    "remove-ignored": {"mistake": "removed-still-applied", "warned": "with remove=('key',) the layer uses K = x",
         "cells": _layer('''
         pass
 ''', '''
