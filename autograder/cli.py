@@ -10,7 +10,7 @@
     course cluster --certs DIR  the Dask cluster's CA and TLS certificates (README, "Bigger courses")
     course demo               release, build a demo cohort, grade it, print the table
     course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
-    course mistakes           what a student sees for each catalogued mistake: docs/mistakes.md
+    course mistakes           what a student sees for each catalogued mistake: docs/mistakes.json and .md
     course experiment         the projection-removal experiment (autograder/experiment/; --help)
 """
 
@@ -273,12 +273,9 @@ def cmd_mistakes(course: config.Course, args: argparse.Namespace) -> int:
     from autograder import mistakes
     print("grading every catalogued mistake (a few minutes) ...", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        text = mistakes.page(course, mistakes.grade_catalogue(course, tmp, jobs=args.jobs))
-    path = os.path.join(course.root, mistakes.PAGE)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as fh:
-        fh.write(text)
-    print(f"wrote {path}")
+        data = mistakes.catalogue(course, mistakes.grade_catalogue(course, tmp, jobs=args.jobs))
+    for path in mistakes.write(course, data):
+        print(f"wrote {path}")
     return 0
 
 
@@ -328,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
     d.add_argument("--dir", default="demo", help="working folder for the demo (default: demo/)")
     d.add_argument("--jobs", type=int, default=None)
-    m = sub.add_parser("mistakes", help="grade the catalogue of mistakes; write docs/mistakes.md")
+    m = sub.add_parser("mistakes", help="grade the catalogue of mistakes; write docs/mistakes.json and docs/mistakes.md")
     m.add_argument("--jobs", type=int, default=2)
     xp = sub.add_parser("experiment", add_help=False,
                        help="the chapter's projection-removal experiment: results and plots in data/")

@@ -19,16 +19,17 @@ if TYPE_CHECKING:
     from autograder.config import Assignment, Course
 
 
-def catalogue(course: Course, part_id: str) -> tuple[dict, dict]:
-    """The part's ``MISTAKES`` and ``CORRECT`` dictionaries (empty when it has none)."""
-    path = os.path.join(course.root, "tests", "mutants", f"{part_id}.py")
+def catalogue(course: Course, part_id: str, held_out: bool = False) -> tuple[dict, dict]:
+    """The part's ``MISTAKES`` and ``CORRECT`` dictionaries (empty when it has none); with ``held_out``,
+    those of ``tests/mutants/held_out/<part>.py``, the mistakes kept out of writing the diagnoses."""
+    path = os.path.join(course.root, "tests", "mutants", *(["held_out"] if held_out else []), f"{part_id}.py")
     if not os.path.exists(path):
         return {}, {}
-    spec = importlib.util.spec_from_file_location(f"mutants_{part_id}", path)
+    spec = importlib.util.spec_from_file_location(f"mutants_{'held_out_' * held_out}{part_id}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.MISTAKES, module.CORRECT
+    return module.MISTAKES, getattr(module, "CORRECT", {})
 
 
 def _strip_markers(text):

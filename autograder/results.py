@@ -3,13 +3,16 @@
 Defined once here; grading builds them, ``results/<student>/<assignment>.json`` keeps them
 (:meth:`Submission.to_json`), and every export, the gradebook and the regrade diff read them.
 A record written by an earlier version of the grader still loads (:meth:`Submission.from_json`):
-version 1 had no ``version`` key and no ``Check.mistake``.
+version 1 had no ``version`` key and no ``Check.mistake``; up to version 2 a check's ``message``
+held its diagnosis in words and no ``diagnosis`` beside it.
 """
 
 import dataclasses
 from dataclasses import dataclass, field
 
-VERSION = 2
+from selfcheck.checks import said
+
+VERSION = 3
 GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
 
 
@@ -21,12 +24,18 @@ class Check:
     visibility: str            # "public" (the student can run it) or "hidden"
     weight: float
     status: str                # passed, failed, error, timeout or missing
-    message: str = ""          # why it did not pass, clean text for the student
-    mistake: str | None = None   # the catalogued mistake diagnosed from the answer, when one matched
+    message: str = ""          # why it did not pass (what came back), clean text for the student
+    mistake: str | None = None   # the id of the mistake the check diagnosed (docs/mistakes.json), when one
+    diagnosis: str | None = None  # that mistake in words, as the check wrote it
 
     @property
     def passed(self) -> bool:
         return self.status == "passed"
+
+    @property
+    def said(self) -> str:
+        """The whole message a student reads: what came back, then the likely mistake."""
+        return said(self.message, self.diagnosis)
 
 
 @dataclass
@@ -45,6 +54,25 @@ class PartResult:
     def graded(self) -> bool:
         """False when the grader failed on it: then its score is nobody's."""
         return self.status != GRADER_ERROR
+
+    @property
+    def diagnosis(self) -> tuple[str | None, str | None]:
+        """(mistake id, words) of the mistake its failing checks name most, or (None, None).
+
+        Each failing check counts its weight, shared among the mistakes it could not tell apart;
+        the part's reason starts with these words and the cohort report counts this id."""
+        counts: dict[str, float] = {}
+        ids: dict[str, str | None] = {}
+        for check in self.checks:
+            if check.passed or not check.diagnosis:
+                continue
+            alternatives = len((check.mistake or "").split(" or "))
+            counts[check.diagnosis] = counts.get(check.diagnosis, 0) + check.weight / alternatives
+            ids.setdefault(check.diagnosis, check.mistake)
+        if not counts:
+            return None, None
+        words = max(counts, key=lambda text: counts[text])
+        return ids[words], words
 
 
 @dataclass

@@ -20,12 +20,12 @@ import types
 
 import pytest
 
-from autograder import corpus, mistake_ids, reference_answers
+from autograder import corpus, reference_answers
 from autograder.config import Assignment, Course, Part
 from autograder.results import Check, PartResult
 from autograder.versions import file_hash
 from selfcheck import wire
-from selfcheck.checks import CheckFailed, diagnoses
+from selfcheck.checks import CheckFailed, label
 from selfcheck.launch import Jail
 from selfcheck.notes import load_failure
 from selfcheck.program import Program, program, read_notebook
@@ -112,7 +112,8 @@ class _Collector:
             self.checks.append(self._record(item, call, report))
 
     def _record(self, item, call, report):
-        doc = (getattr(item.function, "__doc__", None) or item.name).strip().splitlines()[0]
+        params = item.callspec.params if hasattr(item, "callspec") else None
+        doc = label(getattr(item.function, "__doc__", None) or item.name, params)
         check = Check(item.name, doc, "hidden" if str(item.path) == self._hidden else "public",
                       getattr(item.function, "weight", 1), "passed")
         if report.passed:
@@ -124,9 +125,10 @@ class _Collector:
         elif isinstance(exc, StudentError):
             check.status = {"missing": "missing", "timeout": "timeout"}.get(exc.kind, "error")
             check.message = f"{doc}: {exc.message}"
+            check.mistake, check.diagnosis = exc.mistake, exc.diagnosis
         elif isinstance(exc, CheckFailed):
             check.status = "failed"
-            check.message = str(exc)
+            check.message, check.mistake, check.diagnosis = exc.finding, exc.mistake, exc.diagnosis
         elif exc is not None:
             check.status = "failed"
             check.message = (f"{doc}: the answer could not be checked "
@@ -135,6 +137,8 @@ class _Collector:
             check.status = "error"
             check.message = f"{doc}: the check did not run"
         check.message = wire.clean_text(check.message, 2000)
+        if check.diagnosis:
+            check.diagnosis = wire.clean_text(check.diagnosis, 1000)
         return check
 
 
@@ -151,8 +155,9 @@ def _status(checks, score, points):
     return "failed"
 
 
-def _reason(checks, load_errors, status):
+def _reason(part, load_errors):
     """The part's first message: a cell that did not load, else the likely mistake, else the first failure."""
+    checks = part.checks
     failing = [c for c in checks if not c.passed]
     unloaded = "; ".join(load_failure(e) for e in load_errors)
     if not checks:              # fail closed: nothing ran, nothing counts
@@ -160,16 +165,16 @@ def _reason(checks, load_errors, status):
     if not failing:
         return (unloaded + "; " if unloaded else "") + f"all {len(checks)} checks passed"
     count = f"{len(failing)} of {len(checks)} checks did not pass"
-    diagnosis = diagnoses([dataclasses.asdict(c) for c in failing])     # selfcheck's plain form
+    _, diagnosis = part.diagnosis
     if unloaded:
-        return f"{unloaded}. {count}; first: {failing[0].message}"
+        return f"{unloaded}. {count}; first: {failing[0].said}"
     timeouts = [c for c in failing if c.status == "timeout"]
     if timeouts:                # the call that took too long, not a check it left unrun
         timed_out = next((c for c in timeouts if "not run:" not in c.message), timeouts[0])
-        return f"Timed out: {timed_out.message}. {count}"
+        return f"Timed out: {timed_out.said}. {count}"
     if diagnosis:
-        return f"Likely mistake: {diagnosis[0]}. {count}; first: {failing[0].doc}"
-    return f"{count}; first: {failing[0].message}"
+        return f"Likely mistake: {diagnosis}. {count}; first: {failing[0].doc}"
+    return f"{count}; first: {failing[0].said}"
 
 
 def _forget(paths):
@@ -219,12 +224,11 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
     if collector.infrastructure is not None:
         raise collector.infrastructure
     checks = collector.checks
-    for check in checks:        # the catalogue's name for what it diagnosed: counts never read messages
-        check.mistake = mistake_ids.identify(course.root, part.id, check)
     total = sum(c.weight for c in checks) or 1
     earned = sum(c.weight for c in checks if c.passed)
     score = round(part.points * earned / total, 3)
-    status = _status(checks, score, part.points)
-    return PartResult(part.id, score, part.points, status, _reason(checks, student.load_errors, status),
-                      checks, suite=file_hash(os.path.join(course.root, part.public), hidden),
-                      seconds=round(time.monotonic() - started, 2))
+    result = PartResult(part.id, score, part.points, _status(checks, score, part.points), "", checks,
+                        suite=file_hash(os.path.join(course.root, part.public), hidden),
+                        seconds=round(time.monotonic() - started, 2))
+    result.reason = _reason(result, student.load_errors)
+    return result

@@ -3,10 +3,10 @@
 Every helper raises :class:`CheckFailed` (an ``AssertionError``) with a message
 written for the student: the check in words, the expected value when it is a
 chapter number (never when it comes from a hidden input), what came back, and
-the likely mistake when the answer matches a known wrong implementation.
+the likely mistake when the answer matches a known wrong implementation. The
+likely mistake travels as data beside the words (``diagnosis`` and the catalogue's
+``mistake`` id), so nothing downstream ever reads it back out of a message.
 """
-
-import re
 
 import numpy as np
 
@@ -14,11 +14,28 @@ EPS32 = float(np.finfo(np.float32).eps)     # 1.19e-7: the precision a float32 r
 FLOAT32_ULPS = 64       # measured: see `tolerance`
 RTOL = 1e-9             # float64 code, any order of summation
 ATOL = 1e-12
-LIKELY = re.compile(r"Likely mistake: (.+?)(?:\.\s|\.$|$)")
 
 
 class CheckFailed(AssertionError):
-    """A check that ran and did not pass."""
+    """A check that ran and did not pass: ``finding`` says what came back; ``diagnosis`` (words) and
+    ``mistake`` (the id under which the catalogue of mistakes lists it) name the mistake the answer
+    shows, when it shows one."""
+
+    def __init__(self, finding, diagnosis=None, mistake=None):
+        super().__init__(said(finding, diagnosis))
+        self.finding, self.diagnosis, self.mistake = finding, diagnosis, mistake
+
+
+def said(finding, diagnosis):
+    """A failure as the student reads it: what came back, then the likely mistake."""
+    return f"{finding.rstrip('.')}. Likely mistake: {diagnosis}." if diagnosis else finding
+
+
+def label(doc, params=None):
+    """What a check checks, in words: the first line of its docstring, with a parametrised case's
+    parameters filled in (``{case}``), so that every case of one test reads as its own check."""
+    first = (doc or "").strip().splitlines()[0] if (doc or "").strip() else ""
+    return first.format(**params) if params and "{" in first else first
 
 
 def weight(n):
@@ -39,8 +56,9 @@ def _number(x, digits):
     return f"{x:.{digits}f}"
 
 
-def fmt(value, digits=4, limit=12):
-    """A short, readable rendering of a number or an array (1.2e+09, not 1234567890.0000)."""
+def fmt(value, digits=4, limit=12, start=0):
+    """A short, readable rendering of a number or an array (1.2e+09, not 1234567890.0000); a long
+    array shows its shape and six entries from flat index ``start`` on."""
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
@@ -48,9 +66,13 @@ def fmt(value, digits=4, limit=12):
         return text if len(text) < 120 else text[:117] + "..."
     if arr.ndim == 0:
         return _number(float(arr), digits)
-    if arr.size > limit:      # a long dump helps nobody: the shape and where it starts
-        head = ", ".join(_number(x, digits) for x in arr.ravel()[:6])
-        return f"an array of shape {tuple(int(n) for n in arr.shape)} starting [{head}, ...]"
+    if arr.size > limit:      # a long dump helps nobody: the shape and where it starts (or differs)
+        head = ", ".join(_number(x, digits) for x in arr.ravel()[start:start + 6])
+        shape = tuple(int(n) for n in arr.shape)
+        if not start:
+            return f"an array of shape {shape} starting [{head}, ...]"
+        where = ", ".join(str(int(i)) for i in np.unravel_index(start, arr.shape))
+        return f"an array of shape {shape} reading [{head}, ...] from index [{where}]"
     text = np.array2string(arr, separator=", ", max_line_width=10**6,
                            formatter={"float_kind": lambda x: _number(x, digits)})
     return text.replace("\n", " ")
@@ -94,6 +116,14 @@ def _within(got, expected, **tol):
         return bool(np.all(same_inf | (np.abs(got - exp) <= tolerance(exp, **tol))))
 
 
+def _first_difference(got, expected, **tol):
+    """The flat index of the first entry outside the tolerance (0 when there is none)."""
+    with np.errstate(all="ignore"):
+        same = (np.isinf(expected) & (got == expected)) | (np.abs(got - expected) <= tolerance(expected, **tol))
+    wrong = np.flatnonzero(~same)
+    return int(wrong[0]) if wrong.size else 0
+
+
 def _matches(got, candidate, **tol):
     try:
         cand = np.asarray(candidate, dtype=float)
@@ -112,20 +142,21 @@ def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=N
 
     ``source`` names where the expected value comes from (e.g. "chapter, step 1");
     ``reveal=False`` keeps a hidden input's expected value out of the message;
-    ``mistakes`` is a list of ``(description, value a mistaken version returns)``:
-    those the answer matches (same tolerance) are named, and only then; when
-    several match, the input cannot tell them apart and all are named.
+    ``mistakes`` is a list of ``(mistake id, description, value a mistaken version
+    returns)``: those the answer matches (same tolerance) are named, and only then;
+    when several match, the input cannot tell them apart and all are named.
     """
     arr = as_array(got, what)
     tol = {"scale": scale, "rtol": rtol, "atol": atol}
     if _within(arr, expected, **tol):
         return arr
     exp = np.asarray(expected, dtype=float)
+    start = _first_difference(arr, exp, **tol) if arr.shape == exp.shape else 0
     if reveal:
-        wanted = f"expected {fmt(exp)}" + (f" ({source})" if source else "")
+        wanted = f"expected {fmt(exp, start=start)}" + (f" ({source})" if source else "")
     else:
         wanted = "did not match the reference" + (f" ({source})" if source else "")
-    parts = [f"{what}: {wanted}, got {fmt(arr)}."]
+    parts = [f"{what}: {wanted}, got {fmt(arr, start=start)}."]
     if arr.shape != exp.shape:
         parts.append(f"The shape is {tuple(int(n) for n in arr.shape)}, expected "
                      f"{tuple(int(n) for n in exp.shape)}.")
@@ -135,10 +166,9 @@ def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=N
         with np.errstate(all="ignore"):
             err = float(np.nanmax(np.abs(arr - exp)))
         parts.append(f"Largest difference {fmt(err, 3)}, allowed {fmt(float(np.max(tolerance(exp, **tol))), 2)}.")
-    named = list(dict.fromkeys(text for text, value in mistakes if text and _matches(arr, value, **tol)))
-    if named:
-        parts.append(f"Likely mistake: {'; or '.join(named)}.")
-    raise CheckFailed(" ".join(parts))
+    named = list(dict.fromkeys((key, text) for key, text, value in mistakes if text and _matches(arr, value, **tol)))
+    raise CheckFailed(" ".join(parts), "; or ".join(dict.fromkeys(text for _, text in named)) or None,
+                      " or ".join(dict.fromkeys(key for key, _ in named)) or None)
 
 
 def equal(got, expected, what, *, source=None, reveal=True, mistakes=()):
@@ -154,10 +184,9 @@ def equal(got, expected, what, *, source=None, reveal=True, mistakes=()):
     if source:
         wanted += f" ({source})"
     text = f"{what}: {wanted}, got {fmt(got, 0) if np.ndim(got) else _plain(got)}."
-    for description, value in mistakes:
+    for key, description, value in mistakes:
         if np.shape(got) == np.shape(value) and bool(np.all(np.asarray(got) == value)):
-            text += f" Likely mistake: {description}."
-            break
+            raise CheckFailed(text, description, key)
     raise CheckFailed(text)
 
 
@@ -170,10 +199,11 @@ def _plain(value):
     return repr(value)
 
 
-def that(condition, message):
-    """A property check: ``message`` says what should hold and what came back."""
+def that(condition, message, diagnosis=None, mistake=None):
+    """A property check: ``message`` says what should hold and what came back; ``diagnosis`` and
+    ``mistake`` name the mistake that breaks it, when the check knows it."""
     if not condition:
-        raise CheckFailed(message)
+        raise CheckFailed(message, diagnosis, mistake)
 
 
 def implied_scale(weights, raw_scores):
@@ -210,7 +240,8 @@ def scale_mistake(weights, raw_scores, d_k, width="d_k", **others):
     """The likely mistake when the weights show scores divided by something other than sqrt(d_k).
 
     ``others`` names sizes a student may have used instead, for example
-    ``n_tokens=5`` or ``d_model=4``; returns None when the scale is right or unreadable.
+    ``n_tokens=5`` or ``d_model=4``; returns (mistake id, words), or None when the scale is right
+    or unreadable.
     """
     found = implied_scale(weights, raw_scores)
     right = d_k ** 0.5
@@ -219,32 +250,12 @@ def scale_mistake(weights, raw_scores, d_k, width="d_k", **others):
     names = [(1.0, "not divided at all"), (float(d_k), f"divided by {width} = {d_k}")]
     names += [(size ** 0.5, f"divided by sqrt({name.replace('_', ' ')}) = sqrt({size})")
               for name, size in others.items()]
-    said = [text for value, text in names if abs(found - value) <= 1e-3 * value]
-    what = "; or ".join(said) if said else f"divided by {found:.4g}"
-    return (f"the scores were {what}: divide them by the square root of the width {width}, "
-            f"sqrt({d_k}) = {right:.4g}")
-
-
-# words of a failure that name its cause without saying "Likely mistake" (numpy's shape errors,
-# the in-place check), and that cause
-_KNOWN = {
-    "could not be broadcast together": "the shapes do not line up: a max or a sum over an axis needs "
-                                       "keepdims=True to broadcast back against the array",
-    "mismatch in its core dimension": "the shapes of a matrix product do not line up: the heads go side by side "
-                                      "(along axis 1, the columns), and x's rows are the tokens",
-    "changed its input array in place": "the function changes an array it was given (in place); work on a copy",
-}
-
-
-def diagnoses(checks):
-    """The likely mistakes named by failing checks (or by the words of a known failure), most often named first."""
-    counts: dict[str, float] = {}
-    for check in checks:
-        message = check.get("message", "")
-        found = LIKELY.findall(message) + [hint for words, hint in _KNOWN.items() if words in message]
-        for text in found:      # a diagnosis the input could not tell from others counts less
-            counts[text] = counts.get(text, 0) + check.get("weight", 1) / (1 + text.count("; or "))
-    return sorted(counts, key=lambda text: -counts[text])
+    named = [text for value, text in names if abs(found - value) <= 1e-3 * value]
+    what = "; or ".join(named) if named else f"divided by {found:.4g}"
+    key = {names[0][1]: "scores-not-scaled", names[1][1]: "scores-divided-by-width"}.get(
+        named[0] if len(named) == 1 else "", "scores-scaled-wrongly")
+    return key, (f"the scores were {what}: divide them by the square root of the width {width}, "
+                 f"sqrt({d_k}) = {right:.4g}")
 
 
 def _same(sent, back):
@@ -268,6 +279,21 @@ def central_differences(values, shapes, eps):
     return out
 
 
+def gradient_mistake(none):
+    """(mistake id, words) for the parameters that got no gradient (their names, such as "out.weight"):
+    one projection that takes no part in the output, or else a graph cut by leaving the framework."""
+    owners = {key.split(".")[0] for key in none}
+    name = owners.pop() if len(owners) == 1 else None
+    if name and sorted(none) == [f"{name}.bias", f"{name}.weight"]:
+        if name == "out":
+            return "out-not-applied", "`out` is not applied last: output = out(weights v)"
+        return f"{name}-unused", (f"the {name} projection takes no part in the output (no gradient reached it): "
+                                  f"{name[0]} must be self.{name}(x) unless {name} is removed")
+    return "graph-cut", ("the forward pass left the framework (numpy on .data, or a Tensor made from a numpy "
+                         "array), which cuts the graph; every kept projection must take part in the output through "
+                         "Tensor operations (@, .transpose, *, the mask and softmax layers)")
+
+
 def unchanged(student, name, *args, what=None):
     """Call ``name`` and check it left its array arguments as they were; returns its answer.
 
@@ -277,6 +303,7 @@ def unchanged(student, name, *args, what=None):
     if not isinstance(after, list) or len(after) != len(args):
         raise CheckFailed(f"{what or name}: the call did not report its arguments back")
     if any(isinstance(a, np.ndarray) and not _same(a, b) for a, b in zip(args, after)):
-        raise CheckFailed(f"{what or name}: the function changed its input array in place; "
-                          "work on a copy (for example `z = z - z.max(...)`, not `z -= ...`).")
+        raise CheckFailed(f"{what or name}: the function changed its input array in place (for example "
+                          "`z -= ...` where `z = z - z.max(...)` makes a new one).",
+                          "the function changes an array it was given (in place); work on a copy", "in-place")
     return got

@@ -23,7 +23,7 @@ import sys
 import traceback
 from typing import IO
 
-from selfcheck import wire
+from selfcheck import causes, wire
 
 PRINT_TAIL = 2000
 
@@ -189,7 +189,7 @@ def _call(ns, request):
     except BaseException as exc:  # noqa: BLE001
         if type(exc) is NameError and str(exc).startswith("your notebook defines no function"):
             return {"ok": False, "kind": "missing", "error": str(exc)}     # said by a probe
-        return {"ok": False, "kind": "error", "error": _describe(exc)}
+        return {"ok": False, "kind": "error", "error": _describe(exc), "cause": causes.of(exc)}
     try:
         return {"ok": True, "value": wire.encode(value)}
     except wire.WireError as exc:

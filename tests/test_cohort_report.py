@@ -10,10 +10,10 @@ import subprocess
 
 import pytest
 
-from autograder import cli, cohort, mistake_ids, pipeline
+from autograder import cli, cohort, pipeline
 from autograder.reporting.cohort_analysis import CSV
 from autograder.reporting.cohort_page import HTML
-from autograder.results import Check
+from autograder.results import Check, PartResult
 from selfcheck.program import grade_id
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,26 +25,17 @@ def _csv(path):
         return list(csv.DictReader(fh))
 
 
-def _check(message, status="failed", name="test_x", weight=1, mistake=None):
-    return Check(name, name, "hidden", weight, status, message, mistake)
-
-
-def test_a_diagnosis_is_known_by_its_catalogue_name_whatever_its_numbers(course):
-    said = ("alpha: expected [0.3369, 0.3019], got [0.3385, 0.2799]. Likely mistake: the scores were not "
-            "divided at all: divide them by the square root of the width d_k, sqrt(7) = 2.646.")
-    assert mistake_ids.identify(course.root, "softmax", _check(said)) == "attend-without-scale"
-    assert mistake_ids.identify(course.root, "softmax", _check(said, status="passed")) is None
-    assert mistake_ids.identify(course.root, "softmax", _check("got 3, expected 4")) is None
-    # two mistakes the grader cannot tell apart share one id
-    assert " or " in mistake_ids.identify(course.root, "qkv_projections",
-                                          _check("Likely mistake: there is no causal mask: tokens see the future."))
+def _check(message, status="failed", name="test_x", weight=1, mistake=None, diagnosis=None):
+    return Check(name, name, "hidden", weight, status, message, mistake, diagnosis)
 
 
 def test_a_part_counts_for_the_mistake_its_checks_name_most_and_old_results_name_none():
-    checks = [_check("a", mistake="one"), _check("b", mistake="two", weight=3),
-              _check("c", mistake="one"), _check("d", status="passed", mistake="one")]
-    assert mistake_ids.part_mistake(checks) == "two"
-    assert mistake_ids.part_mistake([_check("Likely mistake: anything.")]) is None
+    checks = [_check("a", mistake="one", diagnosis="first"), _check("b", mistake="two", weight=3, diagnosis="second"),
+              _check("c", mistake="one", diagnosis="first"), _check("d", status="passed", mistake="one", diagnosis="x"),
+              _check("e", mistake="three or four", weight=3, diagnosis="third; or fourth")]
+    assert PartResult("p", 0, 1, "failed", "", checks).diagnosis == ("two", "second")
+    old = [_check("Likely mistake: anything.")]        # a record of an earlier grader: words, no data
+    assert PartResult("p", 0, 1, "failed", "", old).diagnosis == (None, None)
 
 
 # --- a cohort graded for real -----------------------------------------------------------------------

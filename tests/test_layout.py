@@ -91,7 +91,8 @@ def _under(module, prefix):
 # (who, what it must not import, why): the layers of README's "How a submission is graded"
 LAYERS = [
     ("selfcheck", ["autograder"], "the self-check kit is released to students alone"),
-    ("autograder.results", ["autograder", "selfcheck"], "the one typed record stands on nothing"),
+    ("autograder.results", ["autograder", "selfcheck.student", "selfcheck.child", "selfcheck.launch"],
+     "the one typed record stands on nothing of the grader (its words for a failure are the checks')"),
     ("autograder.store", ["autograder.grading", "autograder.versions", "autograder.suites",
                           "autograder.reporting", "autograder.nbgrader", "autograder.pipeline"],
      "storing results knows the record, not how it was made or shown"),

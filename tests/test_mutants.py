@@ -5,8 +5,10 @@ For each part, ``tests/mutants/<part>.py`` lists realistic wrong implementations
 whole solution cells of the reference. Every mistake must lose points in its part,
 every correct variant must earn full marks, and neither may touch another part.
 Every mistake the notebook warns about (``warned``) must fail a public check, so the
-self-check catches it; every mistake's first line at grading must name it; and
-docs/mistakes.md, the page of what a student sees for each, must be current.
+self-check catches it; every mistake's first line at grading must name it (the id its checks
+recorded is its own); at least 90% of the held-out mistakes (``tests/mutants/held_out/``,
+never used to write a diagnosis) must be named the same way; and docs/mistakes.json, with
+docs/mistakes.md rendered from it, must be current.
 
 A submission's other parts are graded from a program in which this part's cells are
 the reference's (selfcheck/program.py), so "only that part" is checked exactly and
@@ -19,6 +21,7 @@ Every case is graded with numpy's and math's comparisons patched in the student'
 process (``PATCH``): a verdict that were made there would turn mistakes into full marks.
 """
 
+import json
 import os
 
 import pytest
@@ -138,18 +141,37 @@ def test_the_self_check_catches_every_mistake_the_notebook_warns_about(graded, a
 
 @pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
 def test_every_mistake_s_first_line_names_it(graded, assignment, part):
-    unnamed = [(name, r["reason"][:200]) for _, kind, name, _, _, r in graded[part.id]
-               if kind == "mistake" and not r["reason"].startswith("Likely mistake:")]
-    assert not unnamed, f"{part.id}: feedback that names no likely mistake: {unnamed}"
+    """The part's reason starts with the diagnosis of this very mistake: the id the checks recorded
+    is the one the catalogue gives it (its name, or its ``mistake``)."""
+    wrong = [(name, entry.get("mistake", name), r["mistake"], r["reason"][:160])
+             for _, kind, name, entry, _, r in graded[part.id]
+             if kind == "mistake" and not (r["reason"].startswith("Likely mistake:")
+                                           and entry.get("mistake", name) in (r["mistake"] or "").split(" or "))]
+    assert not wrong, f"{part.id}: feedback that does not name the mistake (name, expected, diagnosed, reason): {wrong}"
 
 
-def test_the_page_of_mistakes_is_current(graded):
-    path = os.path.join(COURSE.root, mistakes.PAGE)
-    fresh = mistakes.page(COURSE, graded)
-    with open(path) as fh:
-        committed = fh.read()
-    assert mistakes.comparable(committed) == mistakes.comparable(fresh), \
-        f"{mistakes.PAGE} is out of date: run `course mistakes` and commit it"
+def test_the_first_sentence_names_at_least_90_percent_of_the_held_out_mistakes(graded, request):
+    """Mistakes kept out of writing the diagnoses (tests/mutants/held_out/): each loses points, and the
+    first sentence of the part's reason names at least 90% of them."""
+    data = mistakes.catalogue(COURSE, graded)
+    named, total = data["held_out_named"]
+    request.config._course_summary = getattr(request.config, "_course_summary", []) + [
+        f"held-out mistakes named by the first sentence of the part's reason: {named} of {total}"]
+    free = [(p["part"], e["name"]) for p in data["parts"] for e in p["held_out"] if e["score"] >= e["max_score"]]
+    assert total >= 20 and not free, f"held-out mistakes that got full marks: {free}"
+    missed = [(p["part"], e["name"], e["mistake"], e["diagnosed"]) for p in data["parts"] for e in p["held_out"]
+              if not mistakes.names_it(e)]
+    assert named >= 0.9 * total, f"{named} of {total} held-out mistakes named; not named: {missed}"
+
+
+def test_the_catalogue_and_its_page_are_current(graded):
+    data = mistakes.catalogue(COURSE, graded)
+    fresh = {mistakes.DATA: json.dumps(data, indent=1, ensure_ascii=False) + "\n", mistakes.PAGE: mistakes.page(data)}
+    for name, text in fresh.items():
+        with open(os.path.join(COURSE.root, name), encoding="utf-8") as fh:
+            committed = fh.read()
+        assert mistakes.comparable(committed) == mistakes.comparable(text), \
+            f"{name} is out of date: run `course mistakes` and commit it"
 
 
 def test_a_layer_that_does_not_attend_earns_no_check_about_attention(tmp_path):

@@ -47,7 +47,7 @@ def _record(student, checks):
 
 
 CHECKS = [Check("test_public[<x>]", f"public {ODD}", "public", 1, "failed",
-                f"came back {ODD}. Likely mistake: {ODD}", f"mistake-{ODD}"),
+                f"came back {ODD}.", f"mistake-{ODD}", ODD),
           Check("test_hidden'", f"hidden {ODD}", "hidden", 1, "failed", ODD),
           Check("test_ok", f"passed {ODD}", "public", 1, "passed")]
 

@@ -8,7 +8,7 @@ the better result is kept, saying so. A timeout is named in the first line, with
 import pytest
 
 from autograder import cohort, grading, suites
-from autograder.results import Check
+from autograder.results import Check, PartResult
 
 # correct, but pure Python with a short pause per call: fine for softmax's own checks, far too
 # slow for the thousands of calls the scale experiment makes
@@ -57,5 +57,5 @@ def test_a_timeout_is_named_first_with_the_call_that_took_too_long():
               Check("c", "the scale experiment", "hidden", 1, "timeout",
                     "the scale experiment: running scale_experiment took more than 1 s of CPU time"),
               Check("d", "ok", "public", 1, "passed")]
-    first = suites._reason(checks, [], "partial").split(". ")[0]
+    first = suites._reason(PartResult("scale", 1, 3, "partial", "", checks), []).split(". ")[0]
     assert first.startswith("Timed out: ") and "running scale_experiment took more" in first, first

@@ -10,10 +10,11 @@ import hashlib
 import json
 import os
 
+import numpy as np
 import pytest
 
 from autograder import grading, selfcheck_kit, store, suites, versions
-from autograder.results import Check, Submission
+from autograder.results import Check, PartResult, Submission
 from selfcheck.program import program
 
 
@@ -94,10 +95,17 @@ def test_status_is_passed_partial_failed_or_the_one_kind_of_failure():
 
 
 def test_the_reason_names_an_unloaded_cell_first_then_the_likely_mistake_then_the_first_failure():
+    def reason(checks, unloaded=()):
+        return suites._reason(PartResult("p", 0, 4, "partial", "", checks), list(unloaded))
+
     checks = [_check("passed"), _check("failed", "sums to one", "sums to one: got 2")]
-    assert suites._reason(checks, [], "partial") == "1 of 2 checks did not pass; first: sums to one: got 2"
-    assert suites._reason([_check("passed")], [], "passed") == "all 1 checks passed"
-    assert suites._reason([], [], "error").startswith("no check ran, so this part scores 0")
+    assert reason(checks) == "1 of 2 checks did not pass; first: sums to one: got 2"
+    assert reason([_check("passed")]) == "all 1 checks passed"
+    assert reason([]).startswith("no check ran, so this part scores 0")
+    diagnosed = Check("t", "adds up", "public", 1, "failed", "adds up: got 3.", "wrong-sum", "the sum is wrong")
+    assert reason(checks + [diagnosed]) == "Likely mistake: the sum is wrong. 2 of 3 checks did not pass; first: sums to one"
+    unloaded = reason(checks + [diagnosed], [{"cell": "softmax", "error": "SyntaxError: invalid syntax"}])
+    assert unloaded.startswith("the cell 'softmax' did not load") and unloaded.endswith("first: sums to one: got 2")
 
 
 # --- plan and stale: which submissions a batch grades ------------------------------------------------
@@ -250,14 +258,55 @@ def test_an_added_cell_that_parses_but_nests_deeply_keeps_its_own_text():
     assert kept == "import math\n@functools.cache\n" + deep.rstrip("\n")
 
 
-def test_only_the_grader_names_a_mistake_never_the_student_s_own_error_text(course):
-    """A student's exception can say "Likely mistake: ..."; the cohort report must not count it."""
-    from autograder import mistake_ids
-    said = "Likely mistake: exp(z) overflows without subtracting the maximum first, giving nan."
-    forged = Check("t", "t", "hidden", 1, "error", f"t: softmax raised ValueError: {said}")
-    assert mistake_ids.identify(course.root, "softmax", forged) is None
-    real = Check("t", "t", "hidden", 1, "failed", f"softmax(z): expected 1, got nan. {said}")
-    relabelled = Check("t", "t", "hidden", 1, "failed",
-                       f"softmax raised ValueError: Likely mistake: the wrong axis. {real.message}")
-    assert mistake_ids.identify(course.root, "softmax", real) == \
-        mistake_ids.identify(course.root, "softmax", relabelled) is not None
+def test_a_diagnosis_comes_from_the_check_never_from_words_in_an_error():
+    """A student's exception can say "Likely mistake: ..."; only a check, or a cause the student's process
+    named on the exception itself (selfcheck/causes.py), gives a check its diagnosis and mistake id."""
+    from selfcheck.checks import CheckFailed
+    from selfcheck.student import StudentError
+    forged = StudentError("error", "ValueError: Likely mistake: the wrong axis. could not be broadcast together")
+    assert (forged.diagnosis, forged.mistake, forged.cause) == (None, None, None)
+    assert str(forged) == forged.message
+    numpy = StudentError("error", "ValueError: operands could not be broadcast together", "broadcast")
+    assert numpy.mistake == "shapes-need-keepdims" and str(numpy).endswith(f"Likely mistake: {numpy.diagnosis}.")
+    assert StudentError("error", "x", "made-up").diagnosis is None
+    failed = CheckFailed("softmax(z): expected 1, got nan.", "exp overflows", "softmax-no-max-shift")
+    assert str(failed) == "softmax(z): expected 1, got nan. Likely mistake: exp overflows."
+    assert (failed.finding, failed.mistake) == ("softmax(z): expected 1, got nan.", "softmax-no-max-shift")
+
+
+def test_every_check_of_a_suite_has_its_own_label(course):
+    """A parametrised check's cases read as checks of their own (the feedback page, Gradescope, the check cell)."""
+    import selfcheck
+    from selfcheck.checks import label
+    for assignment in course.assignments:
+        for part in assignment.parts:
+            for path in (part.public, part.hidden):
+                tests = selfcheck._public_tests(os.path.join(course.root, path))
+                labels = [label(getattr(fn, "func", fn).__doc__, getattr(fn, "keywords", None)) for _, fn in tests]
+                twice = sorted({text for text in labels if labels.count(text) > 1})
+                assert not twice, f"{path}: one label for several checks: {twice}"
+
+
+def test_a_long_array_is_shown_from_where_it_differs():
+    """Identical first entries say nothing: both arrays are shown from the first entry that differs."""
+    from selfcheck.checks import CheckFailed, close
+    expected = np.arange(40.0).reshape(1, 5, 8)
+    got = expected.copy()
+    got[0, 2, 3] += 1.0
+    with pytest.raises(CheckFailed) as failed:
+        close(got, expected, "the layer")
+    assert "reading [19.0000, 20.0000" in str(failed.value) and "from index [0, 2, 3]" in str(failed.value)
+    assert "reading [20.0000, 20.0000" in str(failed.value)
+
+
+def test_numpy_s_shape_errors_are_named_in_the_check_cell_too():
+    """The check cell runs the notebook's functions in the kernel: a matmul whose shapes do not line up
+    gets the same diagnosis there as in `pytest` and at grading, from the exception itself."""
+    from selfcheck.student import LocalStudent, StudentError
+
+    def combine(heads, W_o):
+        return np.mean(heads, axis=0) @ W_o
+
+    with pytest.raises(StudentError) as raised:
+        LocalStudent({"combine": combine}).call("combine", np.ones((3, 5, 2)), np.ones((6, 6)))
+    assert raised.value.mistake == "matmul-shapes" and "Likely mistake: the shapes of a matrix product" in str(raised.value)

@@ -26,19 +26,21 @@ def _pair(result, what):
 
 
 def _mask_hint(weights):
-    """The likely mistake that weights of a causal attention show, or None."""
+    """The likely mistake that weights of a causal attention show, (id, words), or None."""
     if np.ndim(weights) != 2 or weights.shape[0] != weights.shape[1]:
         return None         # not an n x n matrix of weights: the shape check says so
     n = weights.shape[0]
     above, sums = weights[np.triu_indices(n, k=1)], weights.sum(axis=-1)
     if np.all(above == 0) and np.all(sums < 1 + 1e-6) and not np.allclose(sums, 1.0):
-        return "the mask was applied after the softmax, so the rows no longer sum to 1"
+        return "mask-after-softmax", "the mask was applied after the softmax, so the rows no longer sum to 1"
     if np.allclose(weights.sum(axis=0), 1.0) and not np.allclose(sums, 1.0):
-        return "the softmax ran over the queries (axis 0) instead of along each row (axis -1)"
+        return "softmax-over-queries", "the softmax ran over the queries (axis 0) instead of along each row (axis -1)"
     if weights[0, 0] != 1.0 and np.all(np.tril(weights, k=-1)[1:] == 0) and np.allclose(sums, 1.0):
-        return "the mask is transposed: each token sees the later tokens instead of the earlier ones"
+        return "mask-transposed", "the mask is transposed: each token sees the later tokens instead of the earlier ones"
+    if n > 2 and np.all(np.diag(weights, k=1) > 0) and np.all(weights[np.triu_indices(n, k=2)] == 0):
+        return "mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))"
     if np.all(above > 0):
-        return ("the future is not blocked: set the scores above the diagonal to -inf (or -1e9) before "
+        return ("no-causal-mask", "the future is not blocked: set the scores above the diagonal to -inf (or -1e9) before "
                 "the softmax; a score of 0 still gets weight")
     return None
 
@@ -61,12 +63,13 @@ def test_project_qkv_is_x_times_each_matrix(student):
     got = student.project_qkv(x, *ws)
     for name, g, w in zip("QKV", got, ws):
         close(g, x @ w, f"{name} for 4 tokens of width 4",
-              mistakes=[("the matrix was transposed (x @ W.T instead of x @ W)", x @ w.T),
-                        ("the matrix multiplied from the left (W @ x): the rows of x are the tokens", w @ x),
-                        ("the projections share a matrix: Q, K and V each use their own",
-                         x @ ws[0] if name != "Q" else np.nan),
-                        ("the projections share a matrix: Q, K and V each use their own",
-                         x @ ws[1] if name == "V" else np.nan)])
+              mistakes=[("weights-transposed", "the matrix was transposed (x @ W.T instead of x @ W)", x @ w.T),
+                        ("weights-from-the-left", "the matrix multiplied from the left (W @ x): the rows of x are "
+                                                  "the tokens", w @ x),
+                        ("projections-share-a-matrix", "the projections share a matrix: Q, K and V each use their "
+                                                       "own", x @ ws[0] if name != "Q" else np.nan),
+                        ("projections-share-a-matrix", "the projections share a matrix: Q, K and V each use their "
+                                                       "own", x @ ws[1] if name == "V" else np.nan)])
 
 
 def test_causal_attention_weights(student):
@@ -76,14 +79,14 @@ def test_causal_attention_weights(student):
     output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
     that(output.shape == (5, 3), f"the output should have shape (5, 3) (n by the value width), got {output.shape}")
     that(weights.shape == (5, 5), f"the weights should have shape (5, 5), got {weights.shape}")
-    hint = _mask_hint(weights)
+    hint = _mask_hint(weights) or (None, None)
     that(np.all(weights[np.triu_indices(5, k=1)] == 0.0),
          "a token may not look ahead: the weights above the diagonal must be exactly 0 "
-         "(set those scores to -inf before the softmax)" + (f". Likely mistake: {hint}" if hint else ""))
-    close(weights.sum(axis=-1), np.ones(5), "the row sums of the weights", mistakes=[(hint, weights.sum(axis=-1))]
-          if hint else [])
+         "(set those scores to -inf before the softmax)", hint[1], hint[0])
+    close(weights.sum(axis=-1), np.ones(5), "the row sums of the weights",
+          mistakes=[(*hint, weights.sum(axis=-1))] if hint[0] else [])
     close(output, weights @ V, "the output against weights @ V",
-          mistakes=[("the output mixes the keys (weights @ K), not the values", weights @ K)])
+          mistakes=[("output-mixes-keys", "the output mixes the keys (weights @ K), not the values", weights @ K)])
 
 
 def test_causal_attention_scale(student):
@@ -93,11 +96,10 @@ def test_causal_attention_scale(student):
     _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
     found = implied_scale(weights, Q @ K.T)
     that(found is not None, "each row of the weights should be the softmax of that row's allowed scores "
-                            "Q K^T / sqrt(d_k); these are not" + (f". Likely mistake: {_mask_hint(weights)}"
-                                                                  if _mask_hint(weights) else ""))
+                            "Q K^T / sqrt(d_k); these are not", *(_mask_hint(weights) or (None, None))[::-1])
     mistake = scale_mistake(weights, Q @ K.T, 3, number_of_tokens=6)
     that(mistake is None, f"the weights of 6 tokens with d_k = 3 imply scores divided by {found:.4g}, "
-                          f"expected sqrt(3) = 1.732. Likely mistake: {mistake}")
+                          f"expected sqrt(3) = 1.732", *(mistake or (None, None))[::-1])
 
 
 def test_first_token_sees_only_itself(student):
@@ -126,9 +128,9 @@ def test_multi_head_shape(student):
     heads = [tuple(rng.normal(size=(6, 2)) for _ in range(3)) for _ in range(3)]
     got = student.multi_head_attention(x, heads, rng.normal(size=(6, 6)))
     written_in = _shape(got) == (4, 4) and np.allclose(got, TT["attn_output_after_WO"])
-    that(_shape(got) == (5, 6), f"the result should have shape (5, 6), got {_shape(got)}"
-         + (". Likely mistake: the answer does not depend on the input: the chapter's output is written in, "
-            "not computed" if written_in else ""))
+    that(_shape(got) == (5, 6), f"the result should have shape (5, 6), got {_shape(got)}",
+         *(("the answer does not depend on the input: the chapter's output is written in, not computed",
+            "hard-coded-chapter") if written_in else ()))
 
 
 @weight(2)
@@ -141,17 +143,18 @@ def test_heads_concatenated_in_order_then_projected(student):
               for head in heads]
     close(student.multi_head_attention(x, heads, W_o), np.hstack(pieces) @ W_o,
           "multi_head_attention against [head 1 | head 2 | head 3] @ W_o",
-          mistakes=[("the heads were concatenated in the wrong order (head 1's columns come first)",
-                     np.hstack(pieces[::-1]) @ W_o),
-                    ("W_o is missing: the result is the concatenated heads times W_o", np.hstack(pieces)),
-                    ("the heads were averaged instead of concatenated and projected together",
+          mistakes=[("heads-in-reverse-order", "the heads were concatenated in the wrong order (head 1's "
+                     "columns come first)", np.hstack(pieces[::-1]) @ W_o),
+                    ("no-output-projection", "W_o is missing: the result is the concatenated heads times W_o",
+                     np.hstack(pieces)),
+                    ("heads-averaged", "the heads were averaged instead of concatenated and projected together",
                      sum(p @ W_o[2 * i:2 * i + 2] for i, p in enumerate(pieces)) / 3)])
 
 
 @weight(2)
 @pytest.mark.parametrize("h", [1, 2])
 def test_chapter_heads(student, h):
-    """the chapter's heads: the first row of weights is 1, 0, 0, 0; head 1's 'chuck' puts 0.2462 on 'a', 0.5516 on itself"""
+    """the chapter's head {h}: the first row of weights is 1, 0, 0, 0, and the weights of 'chuck' are the notebook's"""
     chapter = TT["heads"][h - 1]
     Q, K, V = (np.array(chapter[k]) for k in "QKV")
     _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
@@ -160,7 +163,7 @@ def test_chapter_heads(student, h):
     mistake = mistake or _mask_hint(weights)
     for row, word in ((0, "a"), (3, "chuck")):
         close(weights[row], chapter["A"][row], f"head {h}: the weights of '{word}' (row {row})",
-              source="the notebook", mistakes=[(mistake, weights[row])] if mistake else [])
+              source="the notebook", mistakes=[(*mistake, weights[row])] if mistake else [])
 
 
 @weight(3)

@@ -2,8 +2,8 @@
 
 ``course report [DIR]`` (and every ``course grade``/``course export``) writes
 ``cohort_report.csv``, every number of the page (:mod:`autograder.reporting.cohort_page`) one row
-each. Everything is made from the result records: mistakes are counted by the catalogue's name
-each check recorded (autograder/mistake_ids.py), never by reading messages; similarity reads the
+each. Everything is made from the result records: mistakes are counted by the id
+the failing checks recorded with their diagnosis (``PartResult.diagnosis``), never by reading messages; similarity reads the
 submitted notebooks themselves, the code of each that grading runs (autograder/similarity.py).
 """
 
@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from autograder import cohort, grading, handin, similarity
-from autograder.mistake_ids import part_mistake
 from autograder.reporting.exports import write_csv
-from autograder.reporting.feedback import split_message
 from autograder.results import GRADER_ERROR
 from selfcheck.program import NotebookError, parse_notebook, read_notebook
 from selfcheck.wire import clean_text
@@ -154,10 +152,9 @@ def analyse(course: Course, records: Collection[Submission], submitted: str | No
                 if part.status != GRADER_ERROR:
                     scores.setdefault(pid, (part.max_score, []))[1].append(part.score)
                 checks = part.checks
-                mistake = part_mistake(checks)
+                mistake, words = part.diagnosis
                 if mistake:
-                    said = next(c for c in checks if c.mistake == mistake and not c.passed)
-                    entry = mistakes.setdefault((pid, mistake), [0, split_message(said.message)[1]])
+                    entry = mistakes.setdefault((pid, mistake), [0, f"{words}."])
                     entry[0] += 1
                 for check in checks:
                     if not check.passed:

@@ -116,7 +116,7 @@ def part_output(part: PartResult) -> str:
         mark = "ok  " if check.status == "passed" else "FAIL"
         lines.append(f"{mark} [{check.visibility}] {check.doc}")
         if check.status != "passed":
-            lines.append(f"     {check.message}")
+            lines.append(f"     {check.said}")
     return "\n".join(lines)
 
 

@@ -9,7 +9,6 @@ record. The markup is ``templates/feedback.html``; this module only chooses what
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -20,17 +19,6 @@ if TYPE_CHECKING:
     from autograder.config import Course
     from autograder.results import Check, PartResult, Submission
 
-_LIKELY = re.compile(r"\s*Likely mistake:\s*")
-
-
-def split_message(message: str | None) -> tuple[str, str]:
-    """(what came back, likely mistake or '') from a check's message."""
-    pieces = _LIKELY.split(message or "", maxsplit=1)
-    came_back = pieces[0].strip()
-    mistake = pieces[1].strip().rstrip(".") + "." if len(pieces) > 1 else ""
-    return came_back, mistake
-
-
 def _colour(score, top):
     if top and score >= top - 1e-9:
         return "var(--ok)"
@@ -38,12 +26,12 @@ def _colour(score, top):
 
 
 def _failed(check: Check) -> dict:
-    """A failed check as the page shows it: its message split into what came back (without the
-    check's own name in front) and the likely mistake."""
-    came_back, mistake = split_message(check.message)
+    """A failed check as the page shows it: what came back (without the check's own name in front)
+    and the likely mistake, each from its own field of the record."""
+    came_back = check.message.strip()
     if came_back.startswith(check.doc + ":"):
         came_back = came_back[len(check.doc) + 1:].strip()
-    return {"check": check, "came_back": came_back, "mistake": mistake}
+    return {"check": check, "came_back": came_back, "mistake": f"{check.diagnosis}." if check.diagnosis else ""}
 
 
 def _part(part: PartResult, title: str, overrides: Mapping[str, float]) -> dict:

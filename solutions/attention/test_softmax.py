@@ -20,11 +20,11 @@ SELECT = get("attention.select")
 def _axis_mistakes(p, axis):
     """What the sums of a softmax along the wrong axis (or over everything) look like."""
     p = np.asarray(p, dtype=float)
-    found = [("the sum ran over the whole array, not along `axis`", np.full(p.sum(axis=axis).shape, p.sum()))]
+    found = [("softmax-global-sum", "the sum ran over the whole array, not along `axis`", np.full(p.sum(axis=axis).shape, p.sum()))]
     if p.ndim > 1:
         other = 0 if axis in (-1, p.ndim - 1) else -1
         if np.allclose(p.sum(axis=other), 1.0):
-            found.append((f"the softmax normalised along axis {other}, not along `axis` (use it for the max "
+            found.append(("softmax-wrong-axis", f"the softmax normalised along axis {other}, not along `axis` (use it for the max "
                           "and the sum, with keepdims=True)", p.sum(axis=axis)))
     return found
 
@@ -57,8 +57,22 @@ def test_softmax_large_scores(student):
     got = student.softmax(np.array([1000.0, 1001.0, 1002.0]))
     e = np.exp([-2.0, -1.0, 0.0])
     close(got, e / e.sum(), "softmax([1000, 1001, 1002])", scale=1002,
-          mistakes=[("computing exp(z) before subtracting the maximum overflows to inf, and inf/inf is nan",
+          mistakes=[("softmax-no-max-shift", "computing exp(z) before subtracting the maximum overflows to inf, and inf/inf is nan",
                      np.full(3, np.nan))])
+
+
+def test_softmax_shifts_each_row_by_its_own_maximum(student):
+    """rows far apart, [[1000, 1001], [0, 1]]: each row is shifted by its own maximum, so both are finite"""
+    z = np.array([[1000.0, 1001.0], [0.0, 1.0]])
+    e = np.exp([-1.0, 0.0])
+    with np.errstate(all="ignore"):
+        one_max = np.exp(z - z.max()) / np.exp(z - z.max()).sum(axis=-1, keepdims=True)
+    close(student.softmax(z), np.tile(e / e.sum(), (2, 1)), "softmax([[1000, 1001], [0, 1]])", scale=1001,
+          mistakes=[("softmax-global-max", "one maximum was subtracted for the whole array: the row far below it "
+                     "underflows to 0 / 0 = nan; subtract each row's own maximum, z.max(axis=axis, keepdims=True)",
+                     one_max),
+                    ("softmax-no-max-shift", "computing exp(z) before subtracting the maximum overflows to inf, "
+                     "and inf/inf is nan", np.array([[np.nan, np.nan], e / e.sum()]))])
 
 
 def test_softmax_minus_inf_is_exactly_zero(student):
@@ -76,11 +90,13 @@ def test_softmax_and_entropy_leave_their_input_alone(student):
 def test_entropy_extremes(student):
     """entropy_bits: 2 bits for four equal weights, 0 bits for a one-hot vector"""
     close(student.entropy_bits(np.full(4, 0.25)), 2.0, "entropy_bits([.25, .25, .25, .25])",
-          mistakes=[("natural log instead of log2 (that is nats, not bits)", math.log(4)),
-                    ("entropy_bits returns one number, the sum of -p log2 p over the entries", np.full(4, 0.5)),
-                    ("log10 instead of log2", math.log10(4)), ("the minus sign is missing", -2.0)])
-    close(student.entropy_bits(np.array([0.0, 1.0, 0.0])), 0.0, "entropy_bits([0, 1, 0])",
-          mistakes=[("0 * log(0) is nan: leave the zero weights out", np.nan)])
+          mistakes=[("entropy-in-nats", "natural log instead of log2 (that is nats, not bits)", math.log(4)),
+                    ("entropy-not-summed", "entropy_bits returns one number, the sum of -p log2 p over the entries",
+                     np.full(4, 0.5)),
+                    ("entropy-log10", "log10 instead of log2", math.log10(4)),
+                    ("entropy-sign", "the minus sign is missing", -2.0)])
+    close(student.entropy_bits(np.array([0.0, 1.0, 0.0])), 0.0, "entropy_bits([0, 1, 0])", atol=1e-9,
+          mistakes=[("entropy-keeps-zeros", "0 * log(0) is nan: leave the zero weights out", np.nan)])
 
 
 def test_attend_shapes(student):
@@ -88,20 +104,23 @@ def test_attend_shapes(student):
     rng = np.random.default_rng(1)
     q, K, V = rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
     alpha, output = student.attend(q, K, V)
-    hints = [(np.shape(alpha) == (2,) and np.shape(output) == (5,), "the pair is (alpha, output), in that order"),
-             (np.shape(alpha) == (3,) and np.allclose(alpha, ONE["alpha"]), "the answer does not depend on the "
-              "input: the chapter's numbers are written in, not computed"),
-             (np.shape(output) == (3,), "the output mixes the keys (alpha @ K), not the values (alpha @ V)")]
-    hint = next((f". Likely mistake: {text}" for condition, text in hints if condition), "")
-    that(np.shape(alpha) == (5,), f"alpha should have shape (5,) (one weight per key), got {np.shape(alpha)}{hint}")
+    hints = [(np.shape(alpha) == (2,) and np.shape(output) == (5,), "attend-swapped-pair",
+              "the pair is (alpha, output), in that order"),
+             (np.shape(alpha) == (3,) and np.allclose(alpha, ONE["alpha"]), "hard-coded-chapter",
+              "the answer does not depend on the input: the chapter's numbers are written in, not computed"),
+             (np.shape(output) == (3,), "attend-mixes-keys",
+              "the output mixes the keys (alpha @ K), not the values (alpha @ V)")]
+    key, hint = next(((key, text) for condition, key, text in hints if condition), (None, None))
+    that(np.shape(alpha) == (5,), f"alpha should have shape (5,) (one weight per key), got {np.shape(alpha)}",
+         hint, key)
     that(np.shape(output) == (2,), f"output should have shape (2,) (the width of the values), got "
-                                   f"{np.shape(output)}{hint}")
+                                   f"{np.shape(output)}", hint, key)
     close(np.sum(alpha), 1.0, "sum of alpha")
     raw = K @ q             # the chapter's examples have as many keys as d_k: here they differ
     weights = np.exp(raw / np.sqrt(3) - np.max(raw / np.sqrt(3)))
     mistake = scale_mistake(alpha, raw, 3, n_keys=5)
     close(alpha, weights / weights.sum(), "alpha for 5 keys of width 3", source="softmax of K q / sqrt(3)",
-          mistakes=[(mistake, alpha)] if mistake else [])
+          mistakes=[(*mistake, alpha)] if mistake else [])
 
 
 def test_attend_leaves_its_inputs_alone(student):
@@ -116,13 +135,14 @@ def _check_query(student, q, K, V, chapter, name, source):
     raw = np.array(K) @ np.array(q)
     mistake = scale_mistake(alpha, raw, len(q), n_keys=len(K))
     close(alpha, chapter["alpha"], f"alpha for {name}", source=source,
-          mistakes=[(mistake, alpha)] if mistake else [])
+          mistakes=[(*mistake, alpha)] if mistake else [])
     close(output, chapter["output"], f"output for {name}", source=source,
-          mistakes=[("the output should be alpha @ V (weights times values), not V @ alpha",
+          mistakes=[("attend-output-transposed", "the output should be alpha @ V (weights times values), not V @ alpha",
                      np.array(V) @ np.array(chapter["alpha"]))])
     close(student.entropy_bits(np.array(chapter["alpha"])), chapter["entropy_bits"], f"entropy of alpha for {name}",
-          source=source, mistakes=[("natural log instead of log2: that is nats", chapter["entropy_bits"] * math.log(2)),
-                                   ("log10 instead of log2", chapter["entropy_bits"] * math.log10(2))])
+          source=source, mistakes=[("entropy-in-nats", "natural log instead of log2: that is nats",
+                                    chapter["entropy_bits"] * math.log(2)),
+                                   ("entropy-log10", "log10 instead of log2", chapter["entropy_bits"] * math.log10(2))])
 
 
 @weight(3)
@@ -131,9 +151,14 @@ def test_chapter_one_query(student):
     _check_query(student, ONE["query"], ONE["keys"], ONE["values"], ONE, "the query 'who'", "the notebook's table")
 
 
-@pytest.mark.parametrize("case", range(3), ids=["animal", "verb", "undecided"])
+SELECTING = {"animal": "the animal query puts 85% of its weight on 'dog'",
+             "verb": "the verb query puts 83% of its weight on 'barked'",
+             "undecided": "the undecided query spreads its weight evenly over the three keys, 1.585 bits"}
+
+
+@pytest.mark.parametrize("case", list(SELECTING.values()), ids=list(SELECTING))
 def test_chapter_selecting_queries(student, case):
-    """the chapter's selecting queries (animal, verb, undecided): the animal query puts 85% of its weight on 'dog'"""
-    query = SELECT["queries"][case]
+    """the chapter's selecting queries: {case}"""
+    query = SELECT["queries"][list(SELECTING.values()).index(case)]
     _check_query(student, query["query"], SELECT["keys"], SELECT["values"], query, query["name"],
                  "the chapter's selecting queries")

@@ -29,20 +29,20 @@ def _hints(d, d_ff, vocab, n_layers, right):
     """key -> [(mistake, the count it gives)], from the stated rules of the notebook."""
     attention, ffn, norms = (right.get(key, 0) for key in ("attention", "feed_forward", "layer_norms"))
     return {
-        "attention": [("the output projection W_O (d_model x d_model) was left out", attention - d * d)],
-        "feed_forward": [("the feed-forward biases (d_ff + d_model) were left out", ffn - d_ff - d),
-                         ("the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
+        "attention": [("count-without-output-projection", "the output projection W_O (d_model x d_model) was left out", attention - d * d)],
+        "feed_forward": [("count-without-ffn-biases", "the feed-forward biases (d_ff + d_model) were left out", ffn - d_ff - d),
+                         ("count-ffn-biases-2-dff", "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
                           ffn - d + d_ff)],
-        "layer_norms": [("the layer norms were counted as 2 x d_model per block: a block has two norms (before "
+        "layer_norms": [("count-one-norm-per-block", "the layer norms were counted as 2 x d_model per block: a block has two norms (before "
                          "attention and before the feed-forward layer), each with a gain and a shift of d_model",
                          norms // 2),
-                        ("each layer norm was counted as 2 numbers; its gain and shift are vectors of d_model",
+                        ("count-norm-as-scalars", "each layer norm was counted as 2 numbers; its gain and shift are vectors of d_model",
                          4 if norms else -1)],
-        "total": [("the output layer was counted although it is tied to the token table (tied_unembedding=True)",
+        "total": [("count-tied-output-layer", "the output layer was counted although it is tied to the token table (tied_unembedding=True)",
                    right["total"] + vocab * d),
-                  ("the final layer norm was counted although final_norm=False", right["total"] + 2 * d),
-                  ("the layer norms were counted as 2 x d_model per block: a block has two norms, each with a "
-                   "gain and a shift of d_model", right["total"] - n_layers * norms // 2)],
+                  ("count-final-norm-unasked", "the final layer norm was counted although final_norm=False", right["total"] + 2 * d),
+                  ("count-one-norm-per-block", "the layer norms were counted as 2 x d_model per block: a block has "
+                   "two norms, each with a gain and a shift of d_model", right["total"] - n_layers * norms // 2)],
     }
 
 
@@ -56,11 +56,15 @@ def _check(student, args, kwargs, expected, what, source):
 
 
 def test_keys_and_whole_numbers(student):
-    """the dict has every required key, and every count is a whole number"""
+    """the dict has every required key, and every count is an integer (int, not float) and not negative"""
     counts = _count(student, 100, 16, 2, 4, 64)
     for key in KEYS:
-        that(float(counts[key]) == int(counts[key]) and counts[key] >= 0,
-             f"counts[{key!r}] should be a whole number of parameters, got {counts[key]!r}")
+        value = counts[key]
+        integer = isinstance(value, int) and not isinstance(value, bool)
+        that(integer and value >= 0, f"counts[{key!r}] should be a whole number of parameters, an int, got "
+                                     f"{value!r} ({type(value).__name__})",
+             *(("the count is a float: `/` and float factors give floats; a parameter count is an integer "
+                "(use `//`, or int(...) at the end)", "counts-as-floats") if isinstance(value, float) else ()))
 
 
 def test_a_layer_is_its_parts(student):
@@ -102,10 +106,10 @@ def test_an_untied_output_layer(student):
     tied = _count(student, 1000, 64, 2, 4, 256)
     untied = _count(student, 1000, 64, 2, 4, 256, tied_unembedding=False)
     equal(untied["embeddings"], tied["embeddings"], "embeddings with an untied output layer (vocab 1,000, "
-          "d_model 64)", mistakes=[("the output layer was put into `embeddings`; they are the token and position "
+          "d_model 64)", mistakes=[("count-output-in-embeddings", "the output layer was put into `embeddings`; they are the token and position "
                                     "tables only", tied["embeddings"] + 64_000)])
     equal(untied["total"] - tied["total"], 64_000, "total untied minus total tied (vocab 1,000, d_model 64)",
-          mistakes=[("the untied output layer was counted twice", 128_000)])
+          mistakes=[("count-output-layer-twice", "the untied output layer was counted twice", 128_000)])
 
 
 @weight(3)
@@ -138,8 +142,8 @@ def test_each_convention_on_the_other_s_model(student):
     """188 for the tiny model with layer norms, 44,489,728 for the six-layer model without"""
     equal(_count(student, 8, 4, 1, 2, 8)["total"], CONVENTIONS["tiny_model"]["attention_py_rule"],
           "the tiny model with layer norms: total", source="the notebook",
-          mistakes=[("the layer norms were counted as 2 x d_model per block: a block has two norms, each with a "
-                     "gain and a shift of d_model", TINY["total"] + 8)])
+          mistakes=[("count-one-norm-per-block", "the layer norms were counted as 2 x d_model per block: a block "
+                     "has two norms, each with a gain and a shift of d_model", TINY["total"] + 8)])
     equal(_count(student, ATT["V"], ATT["D"], ATT["L"], ATT["h"], ATT["H"], layer_norm=False)["total"],
           CONVENTIONS["attention_chapter_model"]["tiny_transformer_py_rule"],
           "the six-layer model without layer norms: total", source="the notebook")
@@ -152,17 +156,19 @@ def test_gpt2_small_for_real(student):
     got = _count(student, vocab, d, layers, 12, 3072, qkv_bias=True, out_bias=True, context=1024, final_norm=True)
     equal(got["attention"], 4 * d * d + 4 * d, "GPT-2 small: attention of one block, biases included",
           source="the notebook's rules",
-          mistakes=[("the query/key/value biases were counted once (d_model); there are three (3 x d_model)",
+          mistakes=[("count-qkv-bias-once", "the query/key/value biases were counted once (d_model); there are three (3 x d_model)",
                      4 * d * d + 2 * d),
-                    ("a bias was counted per head: the heads' biases side by side are d_model long",
+                    ("count-qkv-bias-head-width", "the query/key/value biases were counted as 3 x d_k, one head's "
+                     "width; the heads' biases side by side are 3 x d_model", 4 * d * d + 3 * (d // 12) + d),
+                    ("count-bias-per-head", "a bias was counted per head: the heads' biases side by side are d_model long",
                      4 * d * d + 3 * 12 * d + d),
-                    ("the switches qkv_bias and out_bias were ignored", 4 * d * d)])
+                    ("count-bias-switches-ignored", "the switches qkv_bias and out_bias were ignored", 4 * d * d)])
     equal(got["embeddings"], (vocab + 1024) * d, "GPT-2 small: embeddings (tokens and 1,024 positions)",
           source="the notebook's rules",
-          mistakes=[("the learned position table (context x d_model) was left out", vocab * d)])
+          mistakes=[("count-without-positions", "the learned position table (context x d_model) was left out", vocab * d)])
     equal(got["total"], GPT2_RELEASED, "GPT-2 small, every part switched on: total", source="the released model",
-          mistakes=[("the final layer norm was counted once per block; there is one, after the last block",
+          mistakes=[("count-final-norm-per-block", "the final layer norm was counted once per block; there is one, after the last block",
                      GPT2_RELEASED + (layers - 1) * 2 * d),
-                    ("the position table was counted once per block; there is one, at the input",
+                    ("count-positions-per-block", "the position table was counted once per block; there is one, at the input",
                      GPT2_RELEASED + (layers - 1) * 1024 * d),
-                    ("the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d)])
+                    ("count-without-final-norm", "the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d)])

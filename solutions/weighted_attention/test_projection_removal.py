@@ -8,7 +8,7 @@ and need no corpus. A likely mistake is named only when your layer's answer show
 
 import numpy as np
 
-from selfcheck.checks import close, equal, implied_scale, scale_mistake, that, weight
+from selfcheck.checks import CheckFailed, close, equal, gradient_mistake, implied_scale, scale_mistake, that, weight
 
 E = 8
 KINDS = [(), ("query",), ("key",), ("value",), ("query", "key", "value")]
@@ -19,6 +19,38 @@ CHAPTER_MODEL = {(): 109_889, ("query",): 101_569, ("key",): 101_569, ("value",)
 def _weights(rng, width=E):
     return {p: (rng.normal(0, 0.5, (width, width)), rng.normal(0, 0.5, width))
             for p in ("query", "key", "value", "out")}
+
+
+def _read_back(student, width=6, tokens=4, seed=4):
+    """Your layer's attention weights, read back through identity value and output projections
+    (output row i is then sum_j A[i, j] x_j): (A, q, k)."""
+    rng = np.random.default_rng(seed)
+    weights = _weights(rng, width)
+    weights.update({p: (np.eye(width), np.zeros(width)) for p in ("value", "out")})
+    x = rng.normal(size=(1, tokens, width))
+    out = np.asarray(student.probe("projection_removal", "forward", width, (), weights, x), dtype=float)
+    that(out.shape == x.shape, f"the output should have the shape of x, {x.shape}, got {out.shape}")
+    q, k = (x[0] @ weights[p][0] + weights[p][1] for p in ("query", "key"))
+    return out[0] @ np.linalg.pinv(x[0]), q, k
+
+
+def _weights_mistake(A):
+    """(id, words) of the mistake that read-back weights show, or (None, None) when they show none."""
+    n, tol = len(A), 1e-5
+    above, below = A[np.triu_indices(n, k=1)], A[np.tril_indices(n, k=-1)]
+    rows_sum_to_one = np.allclose(A.sum(axis=-1), 1, atol=tol)
+    if np.allclose(below, 0, atol=tol) and np.allclose(A.sum(axis=0), 1, atol=tol) and not rows_sum_to_one:
+        return ("weights-transposed-on-values", "the weights were transposed before they mixed the values "
+                "(weights^T v): output i must be the sum over j of weights[i, j] v_j, that is weights @ v")
+    if np.allclose(above, 0, atol=tol) and np.allclose(A.sum(axis=0), 1, atol=tol) and not rows_sum_to_one:
+        return "softmax-over-queries", "the softmax ran over the queries (axis -2): each row must sum to 1 over its keys"
+    if np.allclose(above, 0, atol=tol) and not rows_sum_to_one:
+        return "mask-after-softmax", "the mask was applied after the softmax, so rows no longer sum to 1"
+    if np.all(above < -1e8):
+        return "mask-after-softmax", "the mask ran after the softmax: it wrote its fill value into the weights"
+    if np.all(above > tol) and rows_sum_to_one:
+        return "no-causal-mask", "the future is not blocked before the softmax: every key j > i keeps weight"
+    return None, None
 
 
 @weight(0)      # a shape alone is no attention: a layer that ignores the other positions has it too
@@ -56,11 +88,16 @@ def test_causal(student):
     later[:, 3:] = rng.normal(size=(1, 3, E))
     before = np.asarray(student.probe("projection_removal", "forward", E, (), weights, x))
     after = np.asarray(student.probe("projection_removal", "forward", E, (), weights, later))
-    close(after[:, :3], before[:, :3], "outputs at positions 0-2 after changing x at positions 3-5 "
-          "(they changed: does the mask block keys j > i before the softmax?)")
+    try:
+        close(after[:, :3], before[:, :3], "outputs at positions 0-2 after changing x at positions 3-5")
+    except CheckFailed as failed:       # name a mistake only when the layer's own weights show it
+        key, hint = _weights_mistake(_read_back(student)[0])
+        raise CheckFailed(failed.finding, hint, key) from None
     unchanged = _changed_later(student, (), weights, x, rng)
-    that(not unchanged, f"outputs at positions {unchanged} did not change when x at position 0 did. Likely "
-                        f"mistake: {NO_ATTENTION}.")
+    if unchanged:                       # the layer's own weights say why, when they show a known mistake
+        key, hint = _weights_mistake(_read_back(student)[0])
+        that(False, f"outputs at positions {unchanged} did not change when x at position 0 did",
+             hint or NO_ATTENTION, key or "no-attention-at-all")
 
 
 def test_parameter_counts(student):
@@ -70,7 +107,7 @@ def test_parameter_counts(student):
         kept = 4 - len(remove)
         equal(info["parameters"], kept * (E * E + E),
               f"parameters of WeightedAttention(8, remove={remove}) ({kept} Linear(8, 8) layers)",
-              mistakes=[("the removed projection's Linear is still in the layer: set the attribute to None "
+              mistakes=[("removed-but-kept", "the removed projection's Linear is still in the layer: set the attribute to None "
                          "so its parameters are gone", 4 * (E * E + E))])
 
 
@@ -80,11 +117,7 @@ def test_gradients_reach_every_parameter(student):
     x = rng.normal(size=(1, 3, 4))
     grads = student.probe("projection_removal", "gradients", 4, (), _weights(rng, 4), x, rng.normal(size=(1, 3, 4)))
     none = [key for key, g in grads.items() if g is None]
-    cut = sorted(none) == ["out.bias", "out.weight"]
-    that(not none, "no gradient reached " + ", ".join(none) + ". Likely mistake: " +
-         ("`out` is not applied last" if cut else "the forward pass left the framework (numpy on .data, or a "
-          "Tensor made from a numpy array), which cuts the graph; use Tensor operations (@, .transpose, *, the "
-          "mask and softmax layers)"))
+    that(not none, "no gradient reached " + ", ".join(none), *gradient_mistake(none)[::-1])
     for key, g in grads.items():
         that(np.abs(np.asarray(g)).max() > 0, f"the gradient of {key} is zero everywhere")
 
@@ -95,7 +128,7 @@ def test_parameter_counts_of_the_chapter_model(student):
     for remove, expected in CHAPTER_MODEL.items():
         equal(student.probe("projection_removal", "model_parameters", 65, 64, remove), expected,
               f"parameters of GPT(65, WeightedAttention, remove={remove})", source="the notebook",
-              mistakes=[("removed but parameters kept: the removed projection's Linear is still in the model "
+              mistakes=[("removed-but-kept", "removed but parameters kept: the removed projection's Linear is still in the model "
                          "(set the attribute to None so its parameters are gone)", CHAPTER_MODEL[()])]
               if remove else [])
 
@@ -111,41 +144,32 @@ def test_a_removed_projection_is_x_itself(student):
         close(student.probe("projection_removal", "forward", E, (removed,), weights, x),
               student.probe("projection_removal", "forward", E, (), identity, x),
               f"WeightedAttention(8, remove=('{removed}',)) against your full layer with {removed} = identity",
-              mistakes=[(f"the {removed} projection was still applied although it was removed", full),
-                        ("zeros (or nothing) were used in place of the removed projection, not x itself",
+              mistakes=[("removed-still-applied", f"the {removed} projection was still applied although it was "
+                         "removed", full),
+                        ("removed-as-zeros", "zeros (or nothing) were used in place of the removed projection, not x itself",
                          student.probe("projection_removal", "forward", E, (), zeros, x))])
         unchanged = _changed_later(student, (removed,), weights, x, rng)
         that(not unchanged, f"WeightedAttention(8, remove=('{removed}',)): outputs at positions {unchanged} did "
-                            f"not change when x at position 0 did. Likely mistake: {NO_ATTENTION}.")
+                            "not change when x at position 0 did", NO_ATTENTION, "no-attention-at-all")
 
 
 def test_attention_weights_read_back(student):
     """softmax(mask(q k^T / sqrt(E))) over the keys: the weights, read back through identity values and output"""
-    width, tokens, rng = 6, 4, np.random.default_rng(4)
-    weights = _weights(rng, width)
-    weights.update({p: (np.eye(width), np.zeros(width)) for p in ("value", "out")})
-    x = rng.normal(size=(1, tokens, width))
-    out = np.asarray(student.probe("projection_removal", "forward", width, (), weights, x), dtype=float)
-    that(out.shape == x.shape, f"the output should have the shape of x, {x.shape}, got {out.shape}")
-    # with the value and output projections the identity, output row i is sum_j A[i, j] x_j
-    A = out[0] @ np.linalg.pinv(x[0])
-    q, k = (x[0] @ weights[p][0] + weights[p][1] for p in ("query", "key"))
+    width, tokens = 6, 4
+    A, q, k = _read_back(student, width, tokens)
     blocked = A[np.triu_indices(tokens, k=1)]
-    hint = ("the mask was applied after the softmax, so rows no longer sum to 1"
-            if np.allclose(blocked, 0, atol=1e-5) else
-            "the mask ran after the softmax: it wrote its fill value into the weights" if np.all(blocked < -1e8) else
-            "the future is not blocked before the softmax")
+    key, hint = _weights_mistake(A)
     that(np.allclose(blocked, 0, atol=1e-5) and np.allclose(A.sum(axis=-1), 1, atol=1e-5),
          f"the attention weights (read back from the output) should be 0 above the diagonal and sum to 1 in "
          f"every row; yours have rows summing to {np.round(A.sum(axis=-1), 4).tolist()} and up to "
-         f"{np.abs(blocked).max():.3g} above the diagonal. Likely mistake: {hint}")
+         f"{np.abs(blocked).max():.3g} above the diagonal", hint, key)
     found = implied_scale(A, q @ k.T)
     if found is None:
         transposed = implied_scale(A, k @ q.T) is not None
         that(False, "the attention weights (read back from the output) are not softmax(q k^T / sqrt(E)) along "
-                    "each row. Likely mistake: " + ("the scores were k q^T (transposed): row i must hold q_i . k_j"
-                                                   if transposed else "the softmax did not run over the keys "
-                                                                      "(the last axis)"))
+                    "each row",
+             *(("the scores were k q^T (transposed): row i must hold q_i . k_j", "scores-transposed") if transposed
+               else ("the softmax did not run over the keys (the last axis)", "softmax-over-queries")))
     mistake = scale_mistake(A, q @ k.T, width, "E", number_of_tokens=tokens, chapter_width=64)
     that(mistake is None, f"the attention weights (read back from the output) imply scores divided by "
-                          f"{found:.4g}, expected sqrt(E) = sqrt(6) = 2.449. Likely mistake: {mistake}")
+                          f"{found:.4g}, expected sqrt(E) = sqrt(6) = 2.449", *(mistake or (None, None))[::-1])

@@ -43,45 +43,46 @@ def mask_mistakes(z, mask):
     """What the usual wrong versions of masked_softmax give for these inputs."""
     m = np.broadcast_to(mask, np.shape(z))
     return [
-        ("the softmax ran before the mask (softmax, then zero the blocked weights): rows no longer sum "
+        ("mask-after-softmax", "the softmax ran before the mask (softmax, then zero the blocked weights): rows no longer sum "
          "to 1; set the blocked scores to -inf first, then take the softmax", softmax_rows(z) * m),
-        ("the blocked scores were set to 0 (or the scores were multiplied by the mask): e^0 = 1, so "
+        ("mask-fill-not-minus-inf", "the blocked scores were set to 0 (or the scores were multiplied by the mask): e^0 = 1, so "
          "blocked positions still get weight; set them to -inf", with_fill(z, m, 0.0)),
-        ("the blocked scores were set to -1, which still leaves them weight; use -inf (or a huge negative "
+        ("mask-fill-not-minus-inf", "the blocked scores were set to -1, which still leaves them weight; use -inf (or a huge negative "
          "number such as -1e9)", with_fill(z, m, -1.0)),
-        ("the mask was used the wrong way round: True marks what may be seen, so keep the scores where "
+        ("mask-inverted", "the mask was used the wrong way round: True marks what may be seen, so keep the scores where "
          "the mask is True and block where it is False", with_fill(z, ~m, -np.inf)),
-        ("the mask was transposed (rows are queries, columns are keys)",
+        ("mask-transposed", "the mask was transposed (rows are queries, columns are keys)",
          with_fill(z, np.swapaxes(m, -1, -2), -np.inf)),
-        ("the softmax ran over the wrong axis (it must normalise each row, the last axis)",
+        ("masked-softmax-wrong-axis", "the softmax ran over the wrong axis (it must normalise each row, the last axis)",
          np.swapaxes(softmax_rows(np.swapaxes(np.where(m, z, -np.inf), -1, -2)), -1, -2)),
-        ("the mask argument was ignored (a causal mask was built inside the function)",
+        ("mask-argument-ignored", "the mask argument was ignored (a causal mask was built inside the function)",
          with_fill(z, lower(np.shape(z)[-1]), -np.inf)),
     ]
 
 
 def causal_mistakes(n):
     ones = np.ones((n, n), dtype=bool)
-    return [("the mask is transposed: it marks j >= i (np.triu); a position may see the past, j <= i",
+    return [("mask-transposed", "the mask is transposed: it marks j >= i (np.triu); a position may see the past, j <= i",
              np.triu(ones)),
-            ("the diagonal is missing: a position may attend to itself (j <= i, not j < i)",
+            ("mask-without-diagonal", "the diagonal is missing: a position may attend to itself (j <= i, not j < i)",
              np.tril(ones, k=-1)),
-            ("the mask marks the blocked positions; it should be True where attending is allowed",
+            ("mask-inverted", "the mask marks the blocked positions; it should be True where attending is allowed",
              np.triu(ones, k=1))]
 
 
 def call(student, name, *args, hint=None):
-    """Call into the student's code; an exception on a batch gets a hint about batches."""
+    """Call into the student's code; an exception on a batch gets a hint about batches (``hint``:
+    the mistake's id and words)."""
     try:
         return getattr(student, name)(*args)
     except StudentError as exc:
         if hint is None or exc.kind != "error" or "not written yet" in exc.message:
             raise
-        raise CheckFailed(f"{name} raised {exc.message}. Likely mistake: {hint}.") from None
+        raise CheckFailed(f"{name} raised {exc.message}", hint[1], hint[0]) from None
 
 
-BATCH_HINT = ("the code assumes 2-D scores; let numpy broadcast the mask over the leading axes "
-              "(np.where(mask, scores, -np.inf) does) and take the softmax along the last axis")
+BATCH_HINT = ("masked-softmax-2d-only", "the code assumes 2-D scores; let numpy broadcast the mask over the "
+              "leading axes (np.where(mask, scores, -np.inf) does) and take the softmax along the last axis")
 
 
 # ------------------------------------------------------------------ causal_mask
@@ -91,9 +92,9 @@ def test_causal_mask_is_boolean(student):
     n = int(RNG.integers(5, 12))
     got = np.asarray(student.causal_mask(n))
     that(got.dtype == bool,
-         f"causal_mask({n}) should have dtype bool, got {got.dtype}. Likely mistake: "
+         f"causal_mask({n}) should have dtype bool, got {got.dtype}",
          "np.tril(np.ones((n, n))) holds floats; pass dtype=bool (with a float mask, ~mask and "
-         "boolean indexing do not do what they should)")
+         "boolean indexing do not do what they should)", "mask-not-boolean")
 
 
 def test_causal_mask_random_sizes(student):
@@ -126,7 +127,7 @@ def test_masked_softmax_batches(student, reference):
         arr = np.asarray(got, dtype=float)
         mistakes = mask_mistakes(z, mask)
         if arr.shape != z.shape:
-            mistakes = [("the answer lost the batch axes: it must have the shape of `scores`", arr)]
+            mistakes = [("masked-softmax-2d-only", "the answer lost the batch axes: it must have the shape of `scores`", arr)]
         close(got, reference.masked_softmax(z, mask), f"masked_softmax of a batch of shape {z.shape}",
               reveal=False, mistakes=mistakes)
 
@@ -160,7 +161,7 @@ def test_masked_softmax_large_scores(student, reference):
     mask = lower(n)
     close(student.masked_softmax(z, mask), reference.masked_softmax(z, mask),
           "masked_softmax of scores near 1000", reveal=False, scale=1020,
-          mistakes=[("exp of scores near 1000 overflows: subtract each row's maximum first (your softmax "
+          mistakes=[("softmax-no-max-shift", "exp of scores near 1000 overflows: subtract each row's maximum first (your softmax "
                      "from Part 1 does)", np.full((n, n), np.nan))] + mask_mistakes(z, mask))
 
 
@@ -179,12 +180,12 @@ def test_masked_softmax_float32(student, reference):
 def wrong_order_mistakes(z, mask):
     right = with_fill(z, mask, -np.inf)
     full = softmax_rows(z)
-    return [("that is the right order (mask, then softmax), whose rows all sum to 1; this function "
+    return [("wrong-order-is-right-order", "that is the right order (mask, then softmax), whose rows all sum to 1; this function "
              "shows the wrong order: softmax over the whole row first, then zero the blocked weights",
              right.sum(axis=-1)),
-            ("the sums ran down the columns instead of along the rows", (full * mask).sum(axis=0)),
-            ("the weights were never zeroed: a full softmax row sums to 1", full.sum(axis=-1)),
-            ("the mask was transposed (rows are queries, columns are keys)", (full * mask.T).sum(axis=-1))]
+            ("row-sums-down-columns", "the sums ran down the columns instead of along the rows", (full * mask).sum(axis=0)),
+            ("wrong-order-not-zeroed", "the weights were never zeroed: a full softmax row sums to 1", full.sum(axis=-1)),
+            ("mask-transposed", "the mask was transposed (rows are queries, columns are keys)", (full * mask.T).sum(axis=-1))]
 
 
 def test_softmax_then_mask_random(student, reference):
@@ -197,7 +198,7 @@ def test_softmax_then_mask_random(student, reference):
         close(sums, ref_sums, f"the wrong order's row sums for random {n} x {n} scores", reveal=False,
               mistakes=wrong_order_mistakes(z, mask))
         close(weights, ref_weights, f"the wrong order's weights for random {n} x {n} scores", reveal=False,
-              mistakes=[("that is the right order (mask, then softmax)", with_fill(z, mask, -np.inf))])
+              mistakes=[("wrong-order-is-right-order", "that is the right order (mask, then softmax)", with_fill(z, mask, -np.inf))])
 
 
 # ------------------------------------------------------------ scale_experiment
@@ -227,7 +228,7 @@ def test_scale_result_columns(student, runs):
     d_values = [int(d) for d in RNG.choice([2, 8, 32, 128, 512], size=3, replace=False)]
     result = run_scale(student, runs, d_values, trials=20, seed=SEEDS[5])
     close(result["d_k"], d_values, "result['d_k']",
-          mistakes=[("the d_k column does not follow d_values (a table copied from the chapter?)",
+          mistakes=[("experiment-copied-table", "the d_k column does not follow d_values (a table copied from the chapter?)",
                      [row["d_k"] for row in SCALE["rows"][:3]])])
 
 
@@ -244,7 +245,8 @@ def test_scale_largest_raw_weight(student, runs):
 
 def test_scale_spread_grows_like_sqrt_dk(student, runs):
     """the spread of q.k grows like sqrt(d_k): about 0.90 sqrt(d_k) (chapter: 0.88 to 0.91)"""
-    scale.spread(run_scale(student, runs, (64, 256), trials=500, seed=SEEDS[1]), (64, 256))
+    scale.spread(run_scale(student, runs, (64, 256), trials=500, seed=SEEDS[1]), (64, 256),
+                 run_scale(student, runs, (16,), n_keys=2, trials=2000, seed=SEEDS[4]))
 
 
 def test_scale_uses_n_keys(student, reference, runs):

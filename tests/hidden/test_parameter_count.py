@@ -38,6 +38,8 @@ def count(vocab, d, layers, heads, d_ff, *, layer_norm=True, ffn_bias=True, qkv_
         norms = 4 * layer_norm
     if mistake == "qkv_bias_one":
         attention = 4 * d * d + d * qkv_bias + d * out_bias
+    if mistake == "qkv_bias_dk":
+        attention = 4 * d * d + 3 * (d // heads) * qkv_bias + d * out_bias
     per_layer = attention + feed_forward + norms
     embeddings = vocab * d + context * d
     final = 2 * d * final_norm
@@ -53,6 +55,11 @@ def count(vocab, d, layers, heads, d_ff, *, layer_norm=True, ffn_bias=True, qkv_
             "embeddings": embeddings, "total": total}
 
 
+IDS = {"no_ffn_bias": "count-without-ffn-biases", "ffn_bias_twice_dff": "count-ffn-biases-2-dff",
+       "one_norm": "count-one-norm-per-block", "two_per_norm": "count-norm-as-scalars",
+       "heads": "count-grows-with-heads", "no_w_o": "count-without-output-projection",
+       "qkv_bias_one": "count-qkv-bias-once", "qkv_bias_dk": "count-qkv-bias-head-width", "tied_counted": "count-tied-output-layer",
+       "final_per_layer": "count-final-norm-per-block", "positions_per_layer": "count-positions-per-block"}
 MISTAKES = {
     "no_ffn_bias": "the feed-forward biases (d_ff + d_model) were left out",
     "ffn_bias_twice_dff": "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
@@ -63,6 +70,8 @@ MISTAKES = {
              "(each head is d_model x d_k with d_k = d_model / heads)",
     "no_w_o": "the output projection W_O (d_model x d_model, plus its bias) was left out",
     "qkv_bias_one": "the query/key/value biases were counted once (d_model); there are three (3 x d_model)",
+    "qkv_bias_dk": "the query/key/value biases were counted as 3 x d_k, one head's width; the heads' biases side "
+                   "by side are 3 x d_model",
     "tied_counted": "the output layer was counted although it is tied to the token table",
     "final_per_layer": "the final layer norm was counted once per block; there is one, after the last block",
     "positions_per_layer": "the position table was counted once per block; there is one, at the input",
@@ -76,13 +85,15 @@ def mistakes_for(*args, key, **kwargs):
     for name, text in MISTAKES.items():
         value = count(*args, mistake=name, **kwargs)[key]
         if value != right:
-            by_value.setdefault(value, []).append(text)
+            by_value.setdefault(value, []).append((IDS[name], text))
     basic = {k: kwargs[k] for k in ("layer_norm", "ffn_bias") if k in kwargs}
     value = count(*args, **basic)[key]
     if value != right:
         by_value.setdefault(value, []).append(
-            "the switches qkv_bias, out_bias, tied_unembedding, context and final_norm were ignored")
-    return [("; or ".join(texts), value) for value, texts in by_value.items()]
+            ("count-switches-ignored",
+             "the switches qkv_bias, out_bias, tied_unembedding, context and final_norm were ignored"))
+    return [(" or ".join(k for k, _ in named), "; or ".join(t for _, t in named), value)
+            for value, named in by_value.items()]
 
 
 def _counts(student, *args, **kwargs):
@@ -106,10 +117,10 @@ def check_all(student, args, kwargs, what, *, source=None, reveal=True, keys=REQ
 # ------------------------------------------------ the chapter
 
 @weight(3)
-@pytest.mark.parametrize("row", [2, 3], ids=["gpt2-medium", "gpt3"])
-def test_four_model_table(student, row):
-    """the rest of the table of four models, without layer norms: one block and the total"""
-    m = TABLE[row]
+@pytest.mark.parametrize("model", [TABLE[2]["model"], TABLE[3]["model"]], ids=["gpt2-medium", "gpt3"])
+def test_four_model_table(student, model):
+    """the rest of the table of four models, {model} without layer norms: one block and the total"""
+    m = next(row for row in TABLE if row["model"] == model)
     args = (m["vocab"], m["d_model"], m["layers"], m["heads"], m["d_ff"])
     check_all(student, args, {"layer_norm": False}, m["model"], source="chapter, the four-model table",
               keys=("per_layer", "embeddings", "total"),
@@ -124,7 +135,7 @@ def test_heads_never_change_a_count(student):
         got = _counts(student, 50257, 768, 12, heads, 3072)
         for key in ("attention", "total"):
             equal(got[key], base[key], f"{key} with {heads} heads against 12 heads",
-                  mistakes=[(MISTAKES["heads"], count(50257, 768, 12, heads, 3072, mistake="heads")[key])])
+                  mistakes=[(IDS["heads"], MISTAKES["heads"], count(50257, 768, 12, heads, 3072, mistake="heads")[key])])
 
 
 def test_positions(student):
@@ -133,7 +144,7 @@ def test_positions(student):
     some = _counts(student, 500, 32, 3, 4, 128, context=256)
     equal(none["embeddings"], 500 * 32, "embeddings with sinusoidal positions (context=0, vocab 500, d_model 32)")
     equal(some["total"] - none["total"], 256 * 32, "what a learned table of 256 positions adds (d_model 32)",
-          mistakes=[(MISTAKES["positions_per_layer"], 3 * 256 * 32)])
+          mistakes=[(IDS["positions_per_layer"], MISTAKES["positions_per_layer"], 3 * 256 * 32)])
 
 
 # ------------------------------------------------ models nobody can predict

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from autograder import reference_answers
-from selfcheck.checks import central_differences, close, equal, that, weight
+from selfcheck.checks import central_differences, close, equal, gradient_mistake, that, weight
 from selfcheck.probes import projection_removal as probe
 from selfcheck.student import StudentError
 
@@ -52,7 +52,7 @@ def softmax(z, axis=-1):
 
 
 def attention(x, weights, remove=(), *, scale="sqrt", mask="before", axis=-1, out=True, value="value",
-              transposed=False):
+              transposed=False, mix_transposed=False):
     """The layer in plain numpy, with switches that reproduce the usual mistakes."""
     E = x.shape[-1]
 
@@ -72,26 +72,29 @@ def attention(x, weights, remove=(), *, scale="sqrt", mask="before", axis=-1, ou
         a = np.where(keep, softmax(scores, axis), 0.0)
     else:
         a = softmax(scores, axis)
-    mixed = a @ v
+    mixed = (np.swapaxes(a, -1, -2) if mix_transposed else a) @ v
     W, b = weights["out"]
     return mixed @ W + b if out else mixed
 
 
 def forward_mistakes(x, weights, remove):
     return [
-        ("the removed projection was still applied: `remove` made no difference", attention(x, weights)),
-        ("the scores were divided by E instead of sqrt(E)", attention(x, weights, remove, scale="E")),
-        ("the scores were divided by 8 = sqrt(64), the chapter's width, not sqrt of this layer's width",
+        ("removed-still-applied", "the removed projection was still applied: `remove` made no difference", attention(x, weights)),
+        ("scores-divided-by-width", "the scores were divided by E instead of sqrt(E)", attention(x, weights, remove, scale="E")),
+        ("scores-scaled-wrongly", "the scores were divided by 8 = sqrt(64), the chapter's width, not sqrt of this layer's width",
          attention(x, weights, remove, scale="8")),
-        ("the scores were not scaled at all", attention(x, weights, remove, scale="none")),
-        ("no causal mask: every position sees the future", attention(x, weights, remove, mask="none")),
-        ("the mask was applied after the softmax, so rows no longer sum to 1",
+        ("scores-not-scaled", "the scores were not scaled at all", attention(x, weights, remove, scale="none")),
+        ("no-causal-mask", "no causal mask: every position sees the future", attention(x, weights, remove, mask="none")),
+        ("mask-after-softmax", "the mask was applied after the softmax, so rows no longer sum to 1",
          attention(x, weights, remove, mask="after")),
-        ("the softmax ran over the queries (axis -2) instead of the keys (axis -1)",
+        ("softmax-over-queries", "the softmax ran over the queries (axis -2) instead of the keys (axis -1)",
          attention(x, weights, remove, axis=-2)),
-        ("the output projection `out` was skipped", attention(x, weights, remove, out=False)),
-        ("the values came from the query projection", attention(x, weights, remove, value="query")),
-        ("the scores were k q^T (transposed): position i then weighs keys by the wrong row",
+        ("out-not-applied", "the output projection `out` was skipped", attention(x, weights, remove, out=False)),
+        ("values-from-query", "the values came from the query projection", attention(x, weights, remove, value="query")),
+        ("weights-transposed-on-values", "the weights were transposed before they mixed the values "
+         "(weights^T v): output i must be sum over j of weights[i, j] v_j, weights @ v",
+         attention(x, weights, remove, mix_transposed=True)),
+        ("scores-transposed", "the scores were k q^T (transposed): position i then weighs keys by the wrong row",
          attention(x, weights, remove, transposed=True)),
     ]
 
@@ -102,7 +105,7 @@ def width():
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_forward_every_mode(student, reference, mode):
-    """the layer's output on random inputs and random weights, against the reference"""
+    """the layer's output in mode {mode} on random inputs and random weights, against the reference"""
     remove = MODES[mode]
     for trial in range(2):
         E, T = width(), int(RNG.integers(4, 8))
@@ -111,12 +114,12 @@ def test_forward_every_mode(student, reference, mode):
         got = student.probe("projection_removal", "forward", E, remove, weights, x)
         expected = probe.forward(vars(reference), E, remove, weights, x)
         close(got, expected, f"WeightedAttention({E}, remove={remove}) on a random x of shape (2, {T}, {E})",
-              reveal=False, mistakes=[m for m in forward_mistakes(x, weights, remove) if mode != "full" or "remove" not in m[0]])
+              reveal=False, mistakes=[m for m in forward_mistakes(x, weights, remove) if mode != "full" or m[0] != "removed-still-applied"])
 
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_the_past_reaches_every_later_position(student, reference, mode):
-    """changing x at one position j changes the output at every i > j, and none at i < j"""
+    """in mode {mode}, changing x at one position j changes the output at every i > j, and none at i < j"""
     remove = MODES[mode]
     E, T = width(), int(RNG.integers(5, 8))
     weights = random_weights(E)
@@ -132,9 +135,9 @@ def test_the_past_reaches_every_later_position(student, reference, mode):
     that(all(i in same for i in range(j)), f"WeightedAttention({E}, remove={remove}): an output before "
                                           "position j changed when x at j did: position i sees the future")
     that(not [i for i in range(j + 1, T) if i in same],
-         f"WeightedAttention({E}, remove={remove}): outputs after position j did not change when x at j did. "
-         "Likely mistake: the layer does not attend: output i is out(weights v) with the weights spread over "
-         "every position j <= i")
+         f"WeightedAttention({E}, remove={remove}): outputs after position j did not change when x at j did",
+         "the layer does not attend: output i is out(weights v) with the weights spread over every position "
+         "j <= i", "no-attention-at-all")
 
 
 def test_parameter_counts_random_widths(student, reference):
@@ -145,7 +148,7 @@ def test_parameter_counts_random_widths(student, reference):
         expected = probe.describe(vars(reference), E, remove)
         equal(got["parameters"], expected["parameters"], f"parameters of WeightedAttention({E}, remove={remove})",
               reveal=False,
-              mistakes=[("removed but parameters kept: the removed projection's Linear is still in the layer "
+              mistakes=[("removed-but-kept", "removed but parameters kept: the removed projection's Linear is still in the layer "
                          "(set the attribute to None so its parameters are gone)", 4 * (E * E + E))])
         kept = [p for p in got["kept"] if p in remove]
         that(not kept, f"WeightedAttention({E}, remove={remove}) still holds a {', '.join(kept)} Linear with "
@@ -154,7 +157,7 @@ def test_parameter_counts_random_widths(student, reference):
 
 @pytest.mark.parametrize("removed", PROJ)
 def test_removed_projection_is_the_identity(student, reference, removed):
-    """with one projection removed, the layer equals the full layer whose removed projection is the identity"""
+    """with the {removed} projection removed, the layer equals the full layer whose {removed} projection is the identity"""
     E, T = width(), int(RNG.integers(4, 8))
     weights = random_weights(E)
     x = RNG.normal(size=(2, T, E))
@@ -163,16 +166,16 @@ def test_removed_projection_is_the_identity(student, reference, removed):
     expected = probe.forward(vars(reference), E, (), identity, x)
     close(got, expected, f"WeightedAttention({E}, remove=('{removed}',)) against the full layer with "
                          f"{removed} weight = I and bias = 0", reveal=False,
-          mistakes=[(f"the {removed} projection was still applied although it was removed",
+          mistakes=[("removed-still-applied", f"the {removed} projection was still applied although it was removed",
                      attention(x, weights)),
-                    ("zeros (or nothing) were used in place of the removed projection, not x itself",
+                    ("removed-as-zeros", "zeros (or nothing) were used in place of the removed projection, not x itself",
                      attention(x, dict(weights, **{removed: (np.zeros((E, E)), np.zeros(E))})))])
 
 
 @weight(2)
 @pytest.mark.parametrize("mode", ["full", "none-of-three"])
 def test_gradients_finite_differences(student, reference, mode):
-    """backward() through the layer: against central finite differences and the reference's gradients"""
+    """backward() through the layer in mode {mode}: against central finite differences and the reference's gradients"""
     remove = MODES[mode]
     E, T = 4, 4
     weights = random_weights(E)
@@ -182,9 +185,7 @@ def test_gradients_finite_differences(student, reference, mode):
     that(isinstance(got, dict), f"WeightedAttention({E}, remove={remove}): the gradients could not be read")
     none = [key for key in expected if got.get(key) is None]
     that(not none, f"WeightedAttention({E}, remove={remove}): backward() left no gradient in "
-                   + ", ".join(none) + ". Likely mistake: the forward pass left the framework (numpy on .data, "
-                   "or a Tensor made from a numpy array), which cuts the graph; every kept projection must take "
-                   "part in the output through Tensor operations (@, .transpose, *, the mask and softmax layers)")
+                   + ", ".join(none), *gradient_mistake(none)[::-1])
     shapes = {key: np.shape(ref) for key, ref in expected.items()}
     values = student.probe("projection_removal", "objective", E, remove, weights, x, upstream, list(shapes), EPS)
     numeric = central_differences(values, shapes, EPS)
@@ -252,7 +253,7 @@ _RUNS = {}      # this student's short runs (the module is loaded afresh for eve
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_short_training_run(student, reference, mode):
-    """300 seeded training steps of the chapter's model with your layer: losses against the reference run"""
+    """300 seeded training steps of the chapter's model with your layer in mode {mode}: losses against the reference run"""
     try:
         got = student.probe("projection_removal", "short_run", MODES[mode], STEPS, SEED, TEST_BATCHES, LOG_EVERY)
     except StudentError as exc:

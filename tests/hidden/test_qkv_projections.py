@@ -40,6 +40,7 @@ def attention(Q, K, V, *, scale=None, mask="causal", axis=-1, mask_after=False, 
     allowed = {"causal": np.tril(np.ones((n, n), bool)),
                "transposed": np.triu(np.ones((n, n), bool)),
                "strict": np.tril(np.ones((n, n), bool), k=-1),
+               "off-by-one": np.tril(np.ones((n, n), bool), k=1),
                "none": np.ones((n, n), bool)}[mask]
     with np.errstate(invalid="ignore"):
         if mask_after:
@@ -63,29 +64,31 @@ def mha(x, heads, W_o, *, order=1, combine="concat", project=True, **kw):
 
 
 def attention_mistakes(Q, K, V, d_model=None, index=1):
-    """(description, value) of the usual mistakes, for output (index 0) or weights (index 1)."""
+    """(mistake id, description, value) of the usual mistakes, for output (index 0) or weights (index 1)."""
     n, d_k = np.shape(Q)
     out = [
-        ("the scores were not divided by sqrt(d_k)", attention(Q, K, V, scale=1.0)),
-        ("the scores were divided by d_k instead of sqrt(d_k)", attention(Q, K, V, scale=d_k)),
-        ("the scale used the number of tokens (Q.shape[0]) instead of the head width d_k = Q.shape[1]",
+        ("scores-not-scaled", "the scores were not divided by sqrt(d_k)", attention(Q, K, V, scale=1.0)),
+        ("scores-divided-by-width", "the scores were divided by d_k instead of sqrt(d_k)", attention(Q, K, V, scale=d_k)),
+        ("scores-scaled-wrongly", "the scale used the number of tokens (Q.shape[0]) instead of the head width d_k = Q.shape[1]",
          attention(Q, K, V, scale=math.sqrt(n))),
-        ("the mask is transposed: each token sees the later tokens instead of the earlier ones",
+        ("mask-transposed", "the mask is transposed: each token sees the later tokens instead of the earlier ones",
          attention(Q, K, V, mask="transposed")),
-        ("there is no causal mask: tokens see the future", attention(Q, K, V, mask="none")),
-        ("the mask also blocks the diagonal (use j <= i, not j < i); the first row has nothing left",
+        ("no-causal-mask", "there is no causal mask: tokens see the future", attention(Q, K, V, mask="none")),
+        ("mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))",
+         attention(Q, K, V, mask="off-by-one")),
+        ("mask-without-diagonal", "the mask also blocks the diagonal (use j <= i, not j < i); the first row has nothing left",
          attention(Q, K, V, mask="strict")),
-        ("the softmax ran over the queries (axis 0) instead of along each row (axis -1)",
+        ("softmax-over-queries", "the softmax ran over the queries (axis 0) instead of along each row (axis -1)",
          attention(Q, K, V, axis=0)),
-        ("the mask was applied after the softmax, so the rows no longer sum to 1",
+        ("mask-after-softmax", "the mask was applied after the softmax, so the rows no longer sum to 1",
          attention(Q, K, V, mask_after=True)),
-        ("blocked scores were set to 0 instead of -inf, so they still get weight",
+        ("mask-fill-not-minus-inf", "blocked scores were set to 0 instead of -inf, so they still get weight",
          attention(Q, K, V, fill=0.0)),
     ]
     if d_model is not None and d_model != d_k:
-        out.insert(0, (f"the scores were divided by sqrt(d_model) = sqrt({d_model}) instead of the head "
+        out.insert(0, ("scores-scaled-wrongly", f"the scores were divided by sqrt(d_model) = sqrt({d_model}) instead of the head "
                        f"width sqrt(d_k) = sqrt({d_k})", attention(Q, K, V, scale=math.sqrt(d_model))))
-    return [(text, value[index]) for text, value in out]
+    return [(key, text, value[index]) for key, text, value in out]
 
 
 def mha_mistakes(x, heads, W_o):
@@ -93,29 +96,31 @@ def mha_mistakes(x, heads, W_o):
     d_k = np.shape(heads[0][0])[1]
     n = np.shape(x)[0]
     found = [
-        (f"the scores were divided by sqrt(d_model) = sqrt({d_model}) instead of the head width "
+        ("scores-scaled-wrongly", f"the scores were divided by sqrt(d_model) = sqrt({d_model}) instead of the head width "
          f"sqrt(d_k) = sqrt({d_k})", mha(x, heads, W_o, scale=math.sqrt(d_model))),
-        ("the scores were not divided by sqrt(d_k)", mha(x, heads, W_o, scale=1.0)),
-        ("the scale used the number of tokens instead of the head width",
+        ("scores-not-scaled", "the scores were not divided by sqrt(d_k)", mha(x, heads, W_o, scale=1.0)),
+        ("scores-scaled-wrongly", "the scale used the number of tokens instead of the head width",
          mha(x, heads, W_o, scale=math.sqrt(n))),
-        ("the heads were concatenated in the wrong order (head 1's columns come first)",
+        ("heads-in-reverse-order", "the heads were concatenated in the wrong order (head 1's columns come first)",
          mha(x, heads, W_o, order=-1)),
-        ("W_o is missing: the result should be the concatenated heads times W_o",
+        ("no-output-projection", "W_o is missing: the result should be the concatenated heads times W_o",
          mha(x, heads, W_o, project=False)),
-        ("the heads were averaged instead of concatenated and projected together",
+        ("heads-averaged", "the heads were averaged instead of concatenated and projected together",
          mha(x, heads, W_o, combine="mean")),
-        ("there is no causal mask: tokens see the future", mha(x, heads, W_o, mask="none")),
-        ("the mask is transposed: each token sees the later tokens instead of the earlier ones",
+        ("no-causal-mask", "there is no causal mask: tokens see the future", mha(x, heads, W_o, mask="none")),
+        ("mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))",
+         mha(x, heads, W_o, mask="off-by-one")),
+        ("mask-transposed", "the mask is transposed: each token sees the later tokens instead of the earlier ones",
          mha(x, heads, W_o, mask="transposed")),
-        ("the softmax ran over the queries (axis 0) instead of along each row",
+        ("softmax-over-queries", "the softmax ran over the queries (axis 0) instead of along each row",
          mha(x, heads, W_o, axis=0)),
-        ("the mask was applied after the softmax, so the rows no longer sum to 1",
+        ("mask-after-softmax", "the mask was applied after the softmax, so the rows no longer sum to 1",
          mha(x, heads, W_o, mask_after=True)),
     ]
     if all(np.shape(w) == (d_model, d_model) for head in heads for w in head):
-        found.append(("the weights were transposed (x @ W.T instead of x @ W)",
+        found.append(("weights-transposed", "the weights were transposed (x @ W.T instead of x @ W)",
                       mha(x, [tuple(w.T for w in head) for head in heads], W_o)))
-    found.append(("the queries and keys used the same matrix (K = x @ W_q)",
+    found.append(("projections-share-a-matrix", "the queries and keys used the same matrix (K = x @ W_q)",
                   mha(x, [(wq, wq, wv) for wq, wk, wv in heads], W_o)))
     return found
 
@@ -137,21 +142,21 @@ def _triple(result, what):
 @weight(2)
 @pytest.mark.parametrize("h", [1, 2])
 def test_chapter_projections(student, h):
-    """step 6: Q, K and V of the chapter's head 1 and head 2"""
+    """step 6: Q, K and V of the chapter's head {h}"""
     chapter = TT["heads"][h - 1]
     wq, wk, wv = HEADS[h - 1]
     Q, K, V = _triple(student.project_qkv(XN, wq, wk, wv), "project_qkv")
     close(Q, chapter["Q"], f"Q of head {h}", source=f"chapter, step 6.{h}")
     close(K, chapter["K"], f"K of head {h}", source=f"chapter, step 6.{h}",
-          mistakes=[("the keys used W_q (K = x @ W_q): each projection needs its own matrix", XN @ wq)])
+          mistakes=[("projections-share-a-matrix", "the keys used W_q (K = x @ W_q): each projection needs its own matrix", XN @ wq)])
     close(V, chapter["V"], f"V of head {h}", source=f"chapter, step 6.{h}",
-          mistakes=[("the values used W_k (V = x @ W_k): each projection needs its own matrix", XN @ wk)])
+          mistakes=[("projections-share-a-matrix", "the values used W_k (V = x @ W_k): each projection needs its own matrix", XN @ wk)])
 
 
 @weight(2)
 @pytest.mark.parametrize("h", [1, 2])
 def test_chapter_scaled_scores(student, h):
-    """step 7: the scaled scores of each head, read back from the weights as log-ratios"""
+    """step 7: the scaled scores of head {h}, read back from the weights as log-ratios"""
     chapter = TT["heads"][h - 1]
     Q, K, V = (np.array(chapter[k]) for k in "QKV")
     _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
@@ -170,8 +175,8 @@ def test_chapter_scaled_scores(student, h):
     for i, g, e in zip(rows, got, expected):
         close(np.asarray(g, dtype=float), e, f"head {h}, query '{TT['config']['prompt'][i]}': score differences "
               "S[i, j] - S[i, 0] implied by your weights", source=f"chapter, step 7.{h}",
-              mistakes=[("the scores were not divided by sqrt(d_k) = sqrt(2)", raw[i, : i + 1] - raw[i, 0]),
-                        ("the scores were divided by 2 instead of sqrt(2): sqrt(d_model) = sqrt(4), the "
+              mistakes=[("scores-not-scaled", "the scores were not divided by sqrt(d_k) = sqrt(2)", raw[i, : i + 1] - raw[i, 0]),
+                        ("scores-scaled-wrongly", "the scores were divided by 2 instead of sqrt(2): sqrt(d_model) = sqrt(4), the "
                          "length sqrt(n) = sqrt(4) and d_k = 2 all give 2; the scale is sqrt of the head "
                          "width Q.shape[1]", (raw[i, : i + 1] - raw[i, 0]) / 2)])
 
@@ -179,14 +184,14 @@ def test_chapter_scaled_scores(student, h):
 @weight(2)
 @pytest.mark.parametrize("h", [1, 2])
 def test_chapter_weights_and_outputs(student, h):
-    """step 8: the masked attention weights and each head's output"""
+    """step 8: the masked attention weights and the output of head {h}"""
     chapter = TT["heads"][h - 1]
     Q, K, V = (np.array(chapter[k]) for k in "QKV")
     output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
     close(weights, chapter["A"], f"the attention weights of head {h}", source=f"chapter, step 8.{h}",
           mistakes=attention_mistakes(Q, K, V, d_model=4, index=1))
     close(output, chapter["head_output"], f"the output of head {h}", source=f"chapter, step 8.{h}",
-          mistakes=[("the output should be weights @ V (not weights @ K or V @ weights)",
+          mistakes=[("output-mixes-keys", "the output should be weights @ V (not weights @ K or V @ weights)",
                      np.array(chapter["A"]) @ K)] + attention_mistakes(Q, K, V, d_model=4, index=0))
 
 
@@ -196,9 +201,9 @@ def test_chapter_concatenation(student):
     got = student.multi_head_attention(XN, HEADS, np.eye(4))
     h1, h2 = (np.array(h["head_output"]) for h in TT["heads"])
     close(got, TT["concat_heads"], "multi_head_attention(x, heads, identity)", source="chapter, step 9",
-          mistakes=[("the heads were concatenated in the wrong order (head 1's columns come first)",
+          mistakes=[("heads-in-reverse-order", "the heads were concatenated in the wrong order (head 1's columns come first)",
                      np.hstack([h2, h1])),
-                    ("the heads were interleaved column by column instead of placed side by side",
+                    ("heads-interleaved", "the heads were interleaved column by column instead of placed side by side",
                      np.stack([h1, h2], axis=-1).reshape(4, 4))] + mha_mistakes(XN, HEADS, np.eye(4)))
 
 
@@ -224,9 +229,9 @@ def test_projections_random(student):
         got = _triple(student.project_qkv(x, *ws), "project_qkv")
         for name, g, w in zip("QKV", got, ws):
             close(g, x @ w, f"{name} for {n} random tokens of width {d}, head width {d_k}", reveal=False,
-                  mistakes=[("the weights were transposed (x @ W.T instead of x @ W)", x @ w.T if d == d_k else np.nan),
-                            ("the keys used W_q: each projection needs its own matrix", x @ ws[0]),
-                            ("the values used W_k", x @ ws[1])])
+                  mistakes=[("weights-transposed", "the weights were transposed (x @ W.T instead of x @ W)", x @ w.T if d == d_k else np.nan),
+                            ("projections-share-a-matrix", "the keys used W_q: each projection needs its own matrix", x @ ws[0]),
+                            ("projections-share-a-matrix", "the values used W_k", x @ ws[1])])
 
 
 @weight(3)

@@ -39,12 +39,12 @@ def test_softmax_random_shapes(student, reference):
         z = RNG.normal(0, 3, size=shape)
         axis = int(RNG.integers(-len(shape), len(shape)))
         other = (axis + 1) % len(shape) if len(shape) > 1 else None
-        mistakes = [("the sum ran over the whole array instead of along `axis`", global_softmax(z))]
+        mistakes = [("softmax-global-sum", "the sum ran over the whole array instead of along `axis`", global_softmax(z))]
         if other is not None:
-            mistakes.append(("the softmax ran along the wrong axis (use the `axis` argument for max and sum)",
+            mistakes.append(("softmax-wrong-axis", "the softmax ran along the wrong axis (use the `axis` argument for max and sum)",
                              softmax_axis(z, other)))
-            mistakes.append(("the max or sum ignored `axis` (always the last axis)", softmax_axis(z, -1)))
-            mistakes.append(("the max or sum ignored `axis` (always axis 0)", softmax_axis(z, 0)))
+            mistakes.append(("softmax-wrong-axis", "the max or sum ignored `axis` (always the last axis)", softmax_axis(z, -1)))
+            mistakes.append(("softmax-wrong-axis", "the max or sum ignored `axis` (always axis 0)", softmax_axis(z, 0)))
         close(student.softmax(z, axis), reference.softmax(z, axis),
               f"softmax of a random array of shape {shape} along axis {axis}", reveal=False,
               mistakes=mistakes)
@@ -55,11 +55,25 @@ def test_softmax_large_random_scores(student, reference):
     """softmax of random scores in the thousands is finite and correct"""
     z = RNG.normal(0, 1, size=(4, 7)) * 50 + 2000
     close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False, scale=2100,
-          mistakes=[("exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
+          mistakes=[("softmax-no-max-shift", "exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
     z = -z
     close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False, scale=2100,
-          mistakes=[("exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
+          mistakes=[("softmax-no-max-shift", "exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
                      naive_softmax(z))])
+
+
+def test_softmax_rows_at_different_scales(student, reference):
+    """softmax of random rows hundreds apart, along either axis: each slice is shifted by its own maximum"""
+    z = RNG.normal(0, 1, size=(5, 4)) + RNG.permutation(np.arange(5) * 400.0)[:, None]
+    for axis, scores in ((-1, z), (0, z.T)):
+        with np.errstate(all="ignore"):
+            e = np.exp(scores - scores.max())
+            one_max = e / e.sum(axis=axis, keepdims=True)
+        close(student.softmax(scores, axis), reference.softmax(scores, axis),
+              f"softmax along axis {axis} of slices hundreds apart", reveal=False, scale=2100,
+              mistakes=[("softmax-global-max", "one maximum was subtracted for the whole array: a slice far below it "
+                         "underflows to 0 / 0 = nan; subtract each slice's own maximum, "
+                         "z.max(axis=axis, keepdims=True)", one_max)])
 
 
 def test_softmax_masked_entries(student, reference):
@@ -79,7 +93,7 @@ def test_softmax_float32_and_integers(student, reference):
     close(student.softmax(z), reference.softmax(z), "softmax of a float32 array", reveal=False)
     z = np.array([[1, 2, 3], [3, 3, 3]])
     close(student.softmax(z), reference.softmax(z), "softmax of an integer array", reveal=False,
-          mistakes=[("integer input was not converted to float", np.zeros((2, 3)))])
+          mistakes=[("softmax-integer-input", "integer input was not converted to float", np.zeros((2, 3)))])
 
 
 def test_entropy_random(student, reference):
@@ -91,11 +105,11 @@ def test_entropy_random(student, reference):
         expected = reference.entropy_bits(p)
         q = p[p > 0]
         close(student.entropy_bits(p), expected, f"entropy_bits of a random distribution over {n}", reveal=False,
-              mistakes=[("natural log instead of log2: that is nats", expected * math.log(2)),
-                        ("log10 instead of log2", expected * math.log10(2)),
-                        ("zero weights were not left out (0 * log 0 gives nan)", np.nan),
-                        ("the minus sign is missing", -expected),
-                        ("sum of -log2 p without weighting by p", -np.log2(q).sum())])
+              mistakes=[("entropy-in-nats", "natural log instead of log2: that is nats", expected * math.log(2)),
+                        ("entropy-log10", "log10 instead of log2", expected * math.log10(2)),
+                        ("entropy-keeps-zeros", "zero weights were not left out (0 * log 0 gives nan)", np.nan),
+                        ("entropy-sign", "the minus sign is missing", -expected),
+                        ("entropy-unweighted", "sum of -log2 p without weighting by p", -np.log2(q).sum())])
 
 
 @weight(2)
@@ -106,10 +120,10 @@ def test_attend_random(student, reference):
         q, K, V = RNG.normal(size=d_k), RNG.normal(size=(n, d_k)), RNG.normal(size=(n, d_v))
         alpha, output = student.attend(q, K, V)
         ref_alpha, ref_out = reference.attend(q, K, V)
-        mistakes = [("the scores were not divided by sqrt(d_k)", softmax_axis(K @ q, -1)),
-                    ("the scores were divided by d_k instead of sqrt(d_k)", softmax_axis(K @ q / d_k, -1)),
-                    ("the scale used the number of keys instead of the query width d_k",
+        mistakes = [("scores-not-scaled", "the scores were not divided by sqrt(d_k)", softmax_axis(K @ q, -1)),
+                    ("scores-divided-by-width", "the scores were divided by d_k instead of sqrt(d_k)", softmax_axis(K @ q / d_k, -1)),
+                    ("scores-scaled-wrongly", "the scale used the number of keys instead of the query width d_k",
                      softmax_axis(K @ q / math.sqrt(n), -1))]
         close(alpha, ref_alpha, f"alpha for {n} random keys of width {d_k}", reveal=False, mistakes=mistakes)
         close(output, ref_out, f"output for {n} random keys, values of width {d_v}", reveal=False,
-              mistakes=[("the output mixes the keys, not the values", ref_alpha @ K if d_k == d_v else np.nan)])
+              mistakes=[("attend-mixes-keys", "the output mixes the keys, not the values", ref_alpha @ K if d_k == d_v else np.nan)])

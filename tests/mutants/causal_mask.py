@@ -22,28 +22,28 @@ def causal_mask(n):
 def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool), k=-1)
 '''}},
-    "mask-of-floats": {"warned": "of dtype bool",
+    "mask-of-floats": {"mistake": "mask-not-boolean", "warned": "of dtype bool",
         "cells": {"causal_mask": '''
 def causal_mask(n):
     return np.tril(np.ones((n, n)))
 '''}},
-    "mask-multiplies-scores": {"warned": "The blocked scores are replaced by -inf",
+    "mask-multiplies-scores": {"mistake": "mask-fill-not-minus-inf", "warned": "The blocked scores are replaced by -inf",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     return softmax(np.asarray(scores, dtype=float) * mask)
 '''}},
-    "mask-fills-minus-one": {"warned": "The blocked scores are replaced by -inf",
+    "mask-fills-minus-one": {"mistake": "mask-fill-not-minus-inf", "warned": "The blocked scores are replaced by -inf",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     return softmax(np.where(mask, scores, -1.0))
 '''}},
-    "mask-in-place": {"warned": "Leave scores as it was",
+    "mask-in-place": {"mistake": "masked-softmax-2d-only", "warned": "Leave scores as it was",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores[~np.asarray(mask, dtype=bool)] = -np.inf
     return softmax(scores)
 '''}},
-    "mask-two-dimensional-only": {"warned": "or a whole batch of them, for example (batch, heads, n, n)",
+    "mask-two-dimensional-only": {"mistake": "masked-softmax-2d-only", "warned": "or a whole batch of them, for example (batch, heads, n, n)",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
@@ -54,7 +54,7 @@ def masked_softmax(scores, mask):
         out[i, allowed] = softmax(scores[i, allowed])
     return out
 '''}},
-    "mask-ignores-argument": {"warned": "a mask of the full shape gives each item its own",
+    "mask-ignores-argument": {"mistake": "mask-argument-ignored", "warned": "a mask of the full shape gives each item its own",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
@@ -67,13 +67,13 @@ def softmax_then_mask(scores, mask):
     weights = masked_softmax(scores, mask)
     return weights, weights.sum(axis=-1)
 '''}},
-    "wrong-order-column-sums": {"warned": "row_sums[i], the sum of row i",
+    "wrong-order-column-sums": {"mistake": "row-sums-down-columns", "warned": "row_sums[i], the sum of row i",
         "cells": {"softmax_then_mask": '''
 def softmax_then_mask(scores, mask):
     weights = softmax(scores) * mask
     return weights, weights.sum(axis=0)
 '''}},
-    "scale-not-divided": {"warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
+    "scale-not-divided": {"mistake": "experiment-scaled-not-scaled", "warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
         "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
@@ -89,7 +89,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-divided-by-d": {"warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
+    "scale-divided-by-d": {"mistake": "experiment-scaled-too-much", "warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
         "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
@@ -105,7 +105,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-sample-sd": {"warned": "s.std() (the population standard deviation, numpy's default)",
+    "scale-sample-sd": {"mistake": "experiment-std-ddof", "warned": "s.std() (the population standard deviation, numpy's default)",
         "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
@@ -121,7 +121,25 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-unseeded": {"warned": "Make one generator, rng = np.random.default_rng(seed)",
+    "scale-median-spread": {"mistake": "experiment-spread-median", "warned": "record the spread of the scores s.std() ... mean over the trials",
+        "cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s / np.sqrt(d))), a.max()))
+        rows = np.array(rows)
+        out["d_k"].append(d)
+        out["sd"].append(np.median(rows[:, 0]))
+        for key, column in zip(list(out)[2:], rows[:, 1:].mean(axis=0)):
+            out[key].append(column)
+    return out
+'''}},
+    "scale-unseeded": {"mistake": "experiment-ignores-seed", "warned": "Make one generator, rng = np.random.default_rng(seed)",
         "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
@@ -136,7 +154,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return out
 '''}},
-    "scale-eight-keys-always": {"warned": "K = rng.normal(0, 1, (n_keys, d))",
+    "scale-eight-keys-always": {"mistake": "experiment-fixed-keys", "warned": "K = rng.normal(0, 1, (n_keys, d))",
         "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
@@ -169,7 +187,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
 def causal_mask(n):
     return np.tril(np.ones((n, n), dtype=bool), k=1)
 '''}},
-    "mask-first-item-for-all": {"warned": "a mask of the full shape gives each item its own",
+    "mask-first-item-for-all": {"mistake": "mask-first-item-only", "warned": "a mask of the full shape gives each item its own",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
@@ -178,7 +196,7 @@ def masked_softmax(scores, mask):
         mask = mask.reshape(-1, *mask.shape[-2:])[0]     # one (n, n) mask for every item
     return softmax(np.where(mask, scores, -np.inf))
 '''}},
-    "scale-entropy-in-nats": {"warned": "the entropy in bits of softmax(s)", "cells": {"scale_experiment": '''
+    "scale-entropy-in-nats": {"mistake": "experiment-entropy-in-nats", "warned": "the entropy in bits of softmax(s)", "cells": {"scale_experiment": '''
 def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
     rng = np.random.default_rng(seed)
 

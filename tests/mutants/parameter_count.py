@@ -34,34 +34,34 @@ def _counting(attention="4 * d_model * d_model + 3 * d_model * qkv_bias + d_mode
 
 
 MISTAKES = {
-    "no-ffn-bias": {"warned": "with ffn_bias their biases, d_ff and d_model",
+    "no-ffn-bias": {"mistake": "count-without-ffn-biases", "warned": "with ffn_bias their biases, d_ff and d_model",
         "demo": True, "cells": {"transformer_parameters": _counting(
         feed_forward="2 * d_model * d_ff")}},
-    "one-norm-per-block": {"warned": "two per block ... so 4 d_model per block",
+    "one-norm-per-block": {"mistake": "count-one-norm-per-block", "warned": "two per block ... so 4 d_model per block",
         "cells": {"transformer_parameters": _counting(
         norms="2 * d_model * layer_norm")}},
-    "two-per-norm": {"warned": "each with a gain and a shift of width d_model",
+    "two-per-norm": {"mistake": "count-norm-as-scalars", "warned": "each with a gain and a shift of width d_model",
         "cells": {"transformer_parameters": _counting(
         norms="2 * 2 * layer_norm")}},
-    "tied-output-counted": {"warned": "With tied_unembedding=True the output layer reuses the token table and costs nothing",
+    "tied-output-counted": {"mistake": "count-tied-output-layer", "warned": "With tied_unembedding=True the output layer reuses the token table and costs nothing",
         "cells": {"transformer_parameters": _counting(
         unembedding="vocab * d_model")}},
-    "heads-multiply-attention": {"warned": "the number of heads changes nothing",
+    "heads-multiply-attention": {"mistake": "count-grows-with-heads", "warned": "the number of heads changes nothing",
         "cells": {"transformer_parameters": _counting(
         attention="n_heads * 3 * d_model * d_model + d_model * d_model + 3 * d_model * qkv_bias + d_model * out_bias")}},
-    "attention-without-w-o": {"warned": "W_O adds d_model^2",
+    "attention-without-w-o": {"mistake": "count-without-output-projection", "warned": "W_O adds d_model^2",
         "cells": {"transformer_parameters": _counting(
         attention="3 * d_model * d_model + 3 * d_model * qkv_bias")}},
-    "final-norm-per-layer": {"warned": "final_norm=True adds one more after the last block",
+    "final-norm-per-layer": {"mistake": "count-final-norm-per-block", "warned": "final_norm=True adds one more after the last block",
         "cells": {"transformer_parameters": _counting(
         final="n_layers * 2 * d_model * final_norm")}},
-    "qkv-bias-once": {"warned": "one bias vector for the queries, one for the keys and one for the values",
+    "qkv-bias-once": {"mistake": "count-qkv-bias-once", "warned": "one bias vector for the queries, one for the keys and one for the values",
         "cells": {"transformer_parameters": _counting(
         attention="4 * d_model * d_model + d_model * qkv_bias + d_model * out_bias")}},
-    "positions-per-layer": {"warned": "a learned position table (context x d_model)",
+    "positions-per-layer": {"mistake": "count-positions-per-block", "warned": "a learned position table (context x d_model)",
         "cells": {"transformer_parameters": _counting(
         embeddings="vocab * d_model + n_layers * context * d_model")}},
-    "chapter-table-hard-coded": {"cells": {"transformer_parameters": f'''
+    "chapter-table-hard-coded": {"mistake": "count-switches-ignored", "cells": {"transformer_parameters": f'''
 {_SIGNATURE}
     attention = 4 * d_model * d_model
     feed_forward = 2 * d_model * d_ff + d_ff + d_model
@@ -72,12 +72,20 @@ MISTAKES = {
             "per_layer": per_layer, "embeddings": embeddings,
             "total": embeddings + n_layers * per_layer}}
 '''}},
-    "qkv-bias-per-head": {"warned": "3 d_model in all, however many heads", "cells": {"transformer_parameters": _counting(
+    "qkv-bias-per-head": {"mistake": "count-bias-per-head", "warned": "3 d_model in all, however many heads", "cells": {"transformer_parameters": _counting(
         attention="4 * d_model * d_model + 3 * n_heads * d_model * qkv_bias + d_model * out_bias")}},
-    "untied-output-counted-twice": {"warned": "embeddings: the token table plus the learned position table",
+    "untied-output-counted-twice": {"mistake": "count-output-in-embeddings", "warned": "embeddings: the token table plus the learned position table",
         "cells": {"transformer_parameters": _counting(
             embeddings="vocab * d_model + context * d_model + (0 if tied_unembedding else vocab * d_model)")}},
-    "final-norm-always": {"warned": "final_norm=True adds one more after the last block",
+    "qkv-bias-head-width": {"mistake": "count-qkv-bias-head-width", "warned": "3 d_model in all, however many heads", "cells": {"transformer_parameters": _counting(
+        attention="4 * d_model * d_model + 3 * (d_model // n_heads) * qkv_bias + d_model * out_bias")}},
+    "output-layer-counted-twice": {"mistake": "count-output-layer-twice", "warned": "otherwise it is a second d_model x vocab matrix",
+        "cells": {"transformer_parameters": _counting(unembedding="0 if tied_unembedding else 2 * vocab * d_model")}},
+    "counts-as-floats": {"warned": "returns a dict with integer counts", "cells": {"transformer_parameters": _counting(
+        attention="4.0 * d_model * d_model + 3 * d_model * qkv_bias + d_model * out_bias",
+        feed_forward="2.0 * d_model * d_ff + (d_ff + d_model) * ffn_bias",
+        norms="4.0 * d_model * layer_norm", embeddings="float(vocab * d_model + context * d_model)")}},
+    "final-norm-always": {"mistake": "count-final-norm-unasked", "warned": "final_norm=True adds one more after the last block",
         "cells": {"transformer_parameters": _counting(final="2 * d_model")}},
 }
 
@@ -144,7 +152,8 @@ CORRECT = {
     per_layer = attention + feed_forward + layer_norms
     embeddings = (vocab + context) * d
     total = embeddings + n_layers * per_layer + 2 * d * final_norm + (0 if tied_unembedding else vocab * d)
-    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
-            "per_layer": per_layer, "embeddings": embeddings, "total": total}}
+    counts = {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+              "per_layer": per_layer, "embeddings": embeddings, "total": total}}
+    return {{key: int(value) for key, value in counts.items()}}
 '''},
 }

@@ -55,7 +55,7 @@ def _layer(removal, forward):
 
 
 MISTAKES = {
-    "removed-but-parameters-kept": {"warned": "the key's Linear must be gone from the model",
+    "removed-but-parameters-kept": {"mistake": "removed-but-kept", "warned": "the key's Linear must be gone from the model",
         "demo": True, "cells": _layer('''
         pass   # the removed projections are simply not used in forward
 ''', '''
@@ -66,7 +66,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "scale-by-width": {"warned": "One head as wide as the embedding, so the scale is sqrt(E)",
+    "scale-by-width": {"mistake": "scores-divided-by-width", "warned": "One head as wide as the embedding, so the scale is sqrt(E)",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -78,7 +78,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "hard-coded-scale-of-64": {"warned": "the scale is sqrt(E)",
+    "hard-coded-scale-of-64": {"mistake": "scores-scaled-wrongly", "warned": "the scale is sqrt(E)",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -90,7 +90,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "no-mask": {"warned": "The mask blocks every key j > i before the softmax",
+    "no-mask": {"mistake": "no-causal-mask", "warned": "The mask blocks every key j > i before the softmax",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -126,7 +126,7 @@ MISTAKES = {
         weights = F.softmax(self.mask(scores), axis=-2)
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "out-projection-skipped": {"warned": "output = (A V) W_o + b_o",
+    "out-projection-skipped": {"mistake": "out-not-applied", "warned": "output = (A V) W_o + b_o",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -138,7 +138,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return weights @ v
 ''')},
-    "value-from-query": {"warned": "V = x W_v + b_v",
+    "value-from-query": {"mistake": "value-unused", "warned": "V = x W_v + b_v",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -150,7 +150,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "remove-ignored": {"warned": "with remove=('key',) the layer uses K = x",
+    "remove-ignored": {"mistake": "removed-still-applied", "warned": "with remove=('key',) the layer uses K = x",
         "cells": _layer('''
         pass
 ''', '''
@@ -159,7 +159,31 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "keys-transposed-wrong": {"warned": "A = softmax(mask(Q K^T / sqrt(E)))",
+    "weights-transposed-on-values": {"warned": "output = out(weights v)",
+        "cells": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        q = x if self.query is None else self.query(x)               # (B, T, E)
+        k = x if self.key is None else self.key(x)                   # (B, T, E)
+        v = x if self.value is None else self.value(x)               # (B, T, E)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
+        weights = self.softmax(self.mask(scores))                    # future keys get weight 0
+        return self.out(weights.transpose(-2, -1) @ v)
+''')},
+    "removed-as-zeros": {"warned": "x itself is used in its place",
+        "cells": _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        q = x * 0.0 if self.query is None else self.query(x)         # nothing where a projection is gone
+        k = x * 0.0 if self.key is None else self.key(x)
+        v = x * 0.0 if self.value is None else self.value(x)
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))   # (B, T, T)
+        weights = self.softmax(self.mask(scores))                    # future keys get weight 0
+        return self.out(weights @ v)                                 # (B, T, E)
+''')},
+    "keys-transposed-wrong": {"mistake": "scores-transposed", "warned": "A = softmax(mask(Q K^T / sqrt(E)))",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -171,7 +195,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "softmax-in-numpy-cuts-the-gradient": {"warned": "Use the framework's operations ..., not numpy on .data",
+    "softmax-in-numpy-cuts-the-gradient": {"mistake": "graph-cut", "warned": "Use the framework's operations ..., not numpy on .data",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -185,7 +209,7 @@ MISTAKES = {
         weights = Tensor(e / e.sum(axis=-1, keepdims=True))
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "no-scale": {"warned": "the scale is sqrt(E)", "cells": _layer('''
+    "no-scale": {"mistake": "scores-not-scaled", "warned": "the scale is sqrt(E)", "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''
@@ -195,7 +219,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(q @ k.transpose(-2, -1)))
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "scale-by-sqrt-of-length": {"warned": "One head as wide as the embedding, so the scale is sqrt(E)",
+    "scale-by-sqrt-of-length": {"mistake": "scores-scaled-wrongly", "warned": "One head as wide as the embedding, so the scale is sqrt(E)",
         "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
@@ -207,7 +231,7 @@ MISTAKES = {
         weights = self.softmax(self.mask(scores))                    # future keys get weight 0
         return self.out(weights @ v)                                 # (B, T, E)
 ''')},
-    "mask-blocks-the-past": {"warned": "The mask blocks every key j > i", "cells": _layer('''
+    "mask-blocks-the-past": {"mistake": "no-causal-mask", "warned": "The mask blocks every key j > i", "cells": _layer('''
         for projection in remove:
             setattr(self, projection, None)
 ''', '''

@@ -7,7 +7,7 @@ variant must earn full marks. Entries marked ``demo`` are students of the
 """
 
 MISTAKES = {
-    "scale-by-d-model": {"warned": "d_k is the width of this head ... not by sqrt(d_model)",
+    "scale-by-d-model": {"mistake": "scores-scaled-wrongly", "warned": "d_k is the width of this head ... not by sqrt(d_model)",
         "demo": True, "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     x = np.asarray(x, dtype=float)
@@ -19,7 +19,7 @@ def multi_head_attention(x, heads, W_o):
         outputs.append(softmax(scores) @ V)
     return np.hstack(outputs) @ W_o
 '''}},
-    "no-scale": {"warned": "S = Q K^T / sqrt(d_k)",
+    "no-scale": {"mistake": "scores-not-scaled", "warned": "S = Q K^T / sqrt(d_k)",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T
@@ -27,7 +27,7 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "scale-by-length": {"warned": "d_k is the width of this head (the number of columns of Q)",
+    "scale-by-length": {"mistake": "scores-scaled-wrongly", "warned": "d_k is the width of this head (the number of columns of Q)",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[0])
@@ -35,7 +35,7 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "attention-mask-transposed": {"warned": "token i may look at tokens j <= i only",
+    "attention-mask-transposed": {"mistake": "mask-transposed", "warned": "token i may look at tokens j <= i only",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
@@ -43,13 +43,13 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "no-mask": {"warned": "token i may look at tokens j <= i only",
+    "no-mask": {"mistake": "no-causal-mask", "warned": "token i may look at tokens j <= i only",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     weights = softmax(Q @ K.T / np.sqrt(Q.shape[1]))
     return weights @ V, weights
 '''}},
-    "attention-mask-after-softmax": {"warned": "Blocked scores are set to -inf before the softmax, so every row of A still sums to 1",
+    "attention-mask-after-softmax": {"mistake": "mask-after-softmax", "warned": "Blocked scores are set to -inf before the softmax, so every row of A still sums to 1",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     weights = softmax(Q @ K.T / np.sqrt(Q.shape[1]))
@@ -64,19 +64,19 @@ def causal_attention(Q, K, V):
     weights = softmax(scores, axis=0)
     return weights @ V, weights
 '''}},
-    "heads-reversed": {"warned": "concatenated in order, head 1's columns first",
+    "heads-reversed": {"mistake": "heads-in-reverse-order", "warned": "concatenated in order, head 1's columns first",
         "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs[::-1], axis=1) @ W_o
 '''}},
-    "forgot-w-o": {"warned": "the output projection W_O ... mixes them back",
+    "forgot-w-o": {"mistake": "no-output-projection", "warned": "the output projection W_O ... mixes them back",
         "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs, axis=1)
 '''}},
-    "heads-averaged": {"warned": "concatenated in order ... and the output projection W_O",
+    "heads-averaged": {"mistake": "heads-averaged", "warned": "concatenated in order ... and the output projection W_O",
         "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     total = 0
@@ -86,24 +86,24 @@ def multi_head_attention(x, heads, W_o):
         total = total + out @ W_o[i * d:(i + 1) * d]
     return total / len(heads)
 '''}},
-    "weights-transposed": {"warned": "x @ W_q, not W_q @ x and not x @ W_q.T",
+    "weights-transposed": {"mistake": "matmul-shapes", "warned": "x @ W_q, not W_q @ x and not x @ W_q.T",
         "cells": {"project_qkv": '''
 def project_qkv(x, W_q, W_k, W_v):
     return x @ W_q.T, x @ W_k.T, x @ W_v.T
 '''}},
-    "same-matrix-for-q-and-k": {"warned": "a head looks at x through three matrices",
+    "same-matrix-for-q-and-k": {"mistake": "projections-share-a-matrix", "warned": "a head looks at x through three matrices",
         "cells": {"project_qkv": '''
 def project_qkv(x, W_q, W_k, W_v):
     return x @ W_q, x @ W_q, x @ W_v
 '''}},
-    "zero-instead-of-minus-inf": {"warned": "Blocked scores are set to -inf (or a very large negative number)",
+    "zero-instead-of-minus-inf": {"mistake": "mask-fill-not-minus-inf", "warned": "Blocked scores are set to -inf (or a very large negative number)",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
     weights = softmax(scores * np.tril(np.ones(scores.shape)))
     return weights @ V, weights
 '''}},
-    "scales-q-in-place": {"warned": "returns new ones and never changes its inputs",
+    "scales-q-in-place": {"mistake": "in-place", "warned": "returns new ones and never changes its inputs",
         "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     Q /= math.sqrt(Q.shape[1])
@@ -117,19 +117,19 @@ def multi_head_attention(x, heads, W_o):
     # the chapter's printed attention output, whatever the input
     return np.array([[-1.7320046213947808, 0.0, 0.0, -1.7320046213947808], [-1.0282743322440009, 0.0, 0.0, 1.2299049709514662], [0.02718839304049411, 0.0, 0.0, 2.0061696741989574], [-0.4903229560748786, 0.0, 0.0, 1.7517940943533918]])
 '''}},
-    "attention-mask-off-by-one": {"warned": "token i may look at tokens j <= i only", "cells": {"causal_attention": '''
+    "attention-mask-off-by-one": {"mistake": "mask-off-by-one", "warned": "token i may look at tokens j <= i only", "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
     scores = np.where(np.tril(np.ones(scores.shape, dtype=bool), k=1), scores, -np.inf)
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
-    "heads-stacked-as-rows": {"warned": "concatenated in order ... into one (n, h d_v) array", "cells": {"multi_head_attention": '''
+    "heads-stacked-as-rows": {"mistake": "matmul-shapes", "warned": "concatenated in order ... into one (n, h d_v) array", "cells": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs, axis=0) @ W_o
 '''}},
-    "output-from-keys": {"warned": "output = A V", "cells": {"causal_attention": '''
+    "output-from-keys": {"mistake": "output-mixes-keys", "warned": "output = A V", "cells": {"causal_attention": '''
 def causal_attention(Q, K, V):
     scores = Q @ K.T / np.sqrt(Q.shape[1])
     scores = np.where(np.tril(np.ones(scores.shape, dtype=bool)), scores, -np.inf)

@@ -7,10 +7,18 @@ variant must earn full marks (tests/test_mutants.py). Entries marked
 """
 
 MISTAKES = {
-    "softmax-no-max-shift": {"warned": "Subtracting the largest score first ... keeps every exponent at or below zero",
+    "softmax-no-max-shift": {"warned": "Subtracting the largest score of each row ... first ... keeps every exponent at or below zero",
         "demo": True, "cells": {"softmax": '''
 def softmax(z, axis=-1):
     e = np.exp(np.asarray(z, dtype=float))
+    return e / e.sum(axis=axis, keepdims=True)
+'''}},
+    "softmax-global-max": {"warned": "Subtracting the largest score of each row ... One maximum for the whole "
+                                     "array does not",
+        "cells": {"softmax": '''
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max())
     return e / e.sum(axis=axis, keepdims=True)
 '''}},
     "softmax-wrong-axis": {"warned": "softmax(z, axis=-1) normalises along axis",
@@ -27,7 +35,7 @@ def entropy_bits(p):
     p = p[p > 0]
     return float(-(p * np.log(p)).sum())
 '''}},
-    "attend-without-scale": {"warned": "alpha = softmax(K q / sqrt(d_k))",
+    "attend-without-scale": {"mistake": "scores-not-scaled", "warned": "alpha = softmax(K q / sqrt(d_k))",
         "demo": True, "cells": {"attend": '''
 def attend(q, K, V):
     alpha = softmax(np.asarray(K) @ np.asarray(q))
@@ -40,7 +48,7 @@ def softmax(z, axis=-1):
     e = np.exp(z - z.max())
     return e / e.sum()
 '''}},
-    "softmax-in-place": {"warned": "returns new arrays and never changes its inputs",
+    "softmax-in-place": {"mistake": "in-place", "warned": "returns new arrays and never changes its inputs",
         "cells": {"softmax": '''
 def softmax(z, axis=-1):
     z -= np.max(z, axis=axis, keepdims=True)
@@ -54,7 +62,7 @@ def entropy_bits(p):
     p = np.asarray(p, dtype=float)
     return float(-(p * np.log2(p)).sum())
 '''}},
-    "attend-scale-by-dk": {"warned": "alpha = softmax(K q / sqrt(d_k))",
+    "attend-scale-by-dk": {"mistake": "scores-divided-by-width", "warned": "alpha = softmax(K q / sqrt(d_k))",
         "cells": {"attend": '''
 def attend(q, K, V):
     q = np.asarray(q, dtype=float)
@@ -68,7 +76,7 @@ def attend(q, K, V):
     alpha = softmax(K @ q / np.sqrt(q.shape[0]))
     return alpha, alpha @ K
 '''}},
-    "attend-scales-query-in-place": {"warned": "returns new arrays and never changes its inputs",
+    "attend-scales-query-in-place": {"mistake": "in-place", "warned": "returns new arrays and never changes its inputs",
         "cells": {"attend": '''
 def attend(q, K, V):
     q = np.asarray(q)
@@ -82,20 +90,20 @@ def attend(q, K, V):
     alpha = np.array([0.336944882926855, 0.3019383367816182, 0.3611167802915269])
     return alpha, np.array([0.4118356887019818, 0.4514480213456581, 0.5816418550238199])
 '''}},
-    "softmax-max-without-keepdims": {"warned": "softmax(z, axis=-1) normalises along axis, for an array of any shape",
+    "softmax-max-without-keepdims": {"mistake": "shapes-need-keepdims", "warned": "softmax(z, axis=-1) normalises along axis, for an array of any shape",
         "cells": {"softmax": '''
 def softmax(z, axis=-1):
     z = np.asarray(z, dtype=float)
     e = np.exp(z - z.max(axis=axis))
     return e / e.sum(axis=axis)
 '''}},
-    "attend-pair-swapped": {"warned": "attend(q, K, V) returns the pair (alpha, output)", "cells": {"attend": '''
+    "attend-pair-swapped": {"mistake": "attend-swapped-pair", "warned": "attend(q, K, V) returns the pair (alpha, output)", "cells": {"attend": '''
 def attend(q, K, V):
     q = np.asarray(q, dtype=float)
     alpha = softmax(np.asarray(K) @ q / math.sqrt(q.shape[0]))
     return alpha @ np.asarray(V), alpha
 '''}},
-    "entropy-per-entry": {"warned": "H(p) = -sum_i p_i log2 p_i", "cells": {"entropy_bits": '''
+    "entropy-per-entry": {"mistake": "entropy-not-summed", "warned": "H(p) = -sum_i p_i log2 p_i", "cells": {"entropy_bits": '''
 def entropy_bits(p):
     p = np.asarray(p, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -104,6 +112,11 @@ def entropy_bits(p):
 }
 
 CORRECT = {
+    "entropy-with-epsilon": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log2(p + 1e-12)))
+'''},
     "loops": {"softmax": '''
 def softmax(z, axis=-1):
     z = np.moveaxis(np.array(z, dtype=float), axis, -1)

@@ -6,7 +6,10 @@ notebook's check cells (:func:`selfcheck.check`), so both say the same thing.
 """
 
 import ast
+import inspect
 import re
+import textwrap
+from typing import Any
 
 from selfcheck.program import grade_id, is_solution, source
 
@@ -63,9 +66,42 @@ def uses(nb: dict, parts: list[dict]) -> dict[str, dict[str, list[str]]]:
     return found
 
 
-def leaning_on(part: str | None, uses_of: dict, failing_parts: set[str]) -> str:
-    """The sentence for a failing check of ``part`` whose helpers from other parts fail, or ''."""
-    broken = [(other, names) for other, names in uses_of.get(part, {}).items() if other in failing_parts]
+def checked_names(fn: Any, _seen: set | None = None) -> set[str]:
+    """The student's functions a check calls: ``student.<name>`` and ``unchanged(student, "<name>", ...)``
+    in its source and in the module's helpers it calls (an empty set when the source is not there)."""
+    fn = getattr(fn, "func", fn)
+    seen = _seen if _seen is not None else set()
+    if fn in seen:
+        return set()
+    seen.add(fn)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return set()
+    names: set[str] = set()
+    helpers = getattr(fn, "__globals__", {})
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "student":
+            names.add(node.attr)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "unchanged" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                names.add(str(node.args[1].value))
+            elif inspect.isfunction(helpers.get(node.func.id)):
+                names |= checked_names(helpers[node.func.id], seen)
+    return names
+
+
+def leaning_on(part: str | None, uses_of: dict, failing: dict[str, set[str]]) -> str:
+    """The sentence for a failing check of ``part`` whose helpers from other parts fail, or ''.
+
+    ``failing`` maps each other part that fails some public checks to the functions those checks
+    call: only those are named (all the part's helpers when the checks' source does not say)."""
+    broken: list[tuple[str, list[str]]] = []
+    for other, names in uses_of.get(part, {}).items():
+        if other in failing:
+            named = [n for n in names if n in failing[other]] if failing[other] else names
+            if named:
+                broken.append((other, named))
     if not broken:
         return ""
     said = "; ".join(f"{', '.join(f'`{n}`' for n in names)} from part {other}" for other, names in broken)

@@ -42,15 +42,15 @@ def _public_tests(path):
 
 def _run(tests, student):
     """(first line of the check, None or the reason it failed) for each test."""
-    from selfcheck.checks import CheckFailed
+    from selfcheck.checks import CheckFailed, label
     from selfcheck.student import StudentError
 
     for name, fn in tests:
-        what = (getattr(fn, "func", fn).__doc__ or name).strip().splitlines()[0] + name[len(name.split(" ")[0]):]
+        what = label(getattr(fn, "func", fn).__doc__ or name, getattr(fn, "keywords", None))
         try:
             fn(student)
         except (CheckFailed, StudentError) as exc:
-            yield what, getattr(exc, "message", None) or str(exc)
+            yield what, str(exc)
         except Exception as exc:  # noqa: BLE001 - report, never crash the notebook
             yield what, f"{type(exc).__name__}: {exc}"
         else:
@@ -83,9 +83,13 @@ def check(part: str, folder: str = ".") -> None:
         print(f"  FAIL  {line} (in the notebook as last saved)")
     student = LocalStudent(vars(__main__))
     uses = notes.uses(nb, info["parts"]) if nb else {}
-    failing_parts = {other for other in uses.get(part, {})
-                     if any(reason for _, reason in _run(_public_tests(tests[other]), student))}
-    lean = notes.leaning_on(part, uses, failing_parts)
+    failing = {}
+    for other in uses.get(part, {}):
+        others = _public_tests(tests[other])
+        failed = [fn for (_, fn), (_, reason) in zip(others, _run(others, student)) if reason]
+        if failed:
+            failing[other] = set().union(*(notes.checked_names(fn) for fn in failed))
+    lean = notes.leaning_on(part, uses, failing)
     passed, failures = 0, list(unloaded)
     for what, reason in _run(_public_tests(tests[part]), student):
         if reason is None:

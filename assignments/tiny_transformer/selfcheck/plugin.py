@@ -45,7 +45,7 @@ class _Session:
         self.program = program(nb)
         self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
         self.uses = notes.uses(nb, self.info["parts"])
-        self.failing_parts: set[str] = set()
+        self.failing: dict[str, set[str]] = {}     # part -> the functions its failing public checks call
         self.unloaded: list[str] = []
         self.student: Student | None = None
 
@@ -131,13 +131,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
     session = item.config.stash[SESSION]
     part = manifest.part_of(session.info, item.path.name)
     if part:
-        session.failing_parts.add(part)
+        session.failing.setdefault(part, set()).update(notes.checked_names(getattr(item, "function", None)))
     if call.excinfo.errisinstance((CheckFailed, StudentError)):
         exc = call.excinfo.value
-        message = getattr(exc, "message", None) or str(exc)
+        message = str(exc)
         if session.unloaded and ("defines no function" in message or "NameError" in message):
             message += " (a cell did not load: see the first check, `every cell loads`)"
-        lean = notes.leaning_on(part, session.uses, session.failing_parts - {part})
+        lean = notes.leaning_on(part, session.uses, {p: f for p, f in session.failing.items() if p != part})
         report.longrepr = f"{lean}\n{message}" if lean else message
 
 

@@ -44,7 +44,8 @@ import sys
 import time
 import uuid
 
-from selfcheck import wire
+from selfcheck import causes, wire
+from selfcheck.checks import said
 from selfcheck.clock import Clock, tree_meter
 from selfcheck.launch import Jail, Unconfined
 from selfcheck.limits import Limits
@@ -65,12 +66,16 @@ GIVEN_MAX_NUMBERS = 100_000   # in one answer the given code (run by the grader)
 
 
 class StudentError(Exception):
-    """Student code did not give an answer: kind is error, timeout, crashed or missing."""
+    """Student code did not give an answer: kind is error, timeout, crashed or missing. ``cause``
+    (see :mod:`selfcheck.causes`) names a known cause the error showed where it was raised; its
+    ``diagnosis`` and ``mistake`` follow from it, and its text ends with the diagnosis."""
 
-    def __init__(self, kind, message):
-        super().__init__(message)
+    def __init__(self, kind, message, cause=None):
+        self.mistake, self.diagnosis = causes.diagnosis(cause)
+        super().__init__(said(message, self.diagnosis))
         self.kind = kind
         self.message = message
+        self.cause = cause if self.diagnosis else None
 
 
 class InfrastructureError(Exception):
@@ -483,7 +488,7 @@ class Student:
                               what=what)
         if not reply.get("ok"):
             kind = reply.get("kind") if reply.get("kind") in ("error", "missing") else "error"
-            raise StudentError(kind, wire.clean_text(reply.get("error"), MESSAGE_CHARS))
+            raise StudentError(kind, wire.clean_text(reply.get("error"), MESSAGE_CHARS), reply.get("cause"))
         try:
             return wire.decode(reply.get("value"))
         except wire.WireError as exc:
@@ -557,7 +562,7 @@ class LocalStudent:
         except StudentError:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise StudentError("error", f"{type(exc).__name__}: {exc}") from None
+            raise StudentError("error", f"{type(exc).__name__}: {exc}", causes.of(exc)) from None
         try:
             return wire.loads(wire.dumps(value))
         except wire.WireError as exc:

@@ -74,7 +74,7 @@ class ApplyResults(NbGraderPreprocessor):
                 mark = "ok  " if check.status == "passed" else "FAIL"
                 summary += f"  {mark} [{check.visibility}] {check.doc}\n"
                 if check.status != "passed":
-                    summary += f"        {check.message}\n"
+                    summary += f"        {check.said}\n"
             cell.outputs = [
                 new_output("stream", name="stdout", text=summary),
                 new_output("execute_result", data={"text/plain": repr(float(part.score))},

@@ -1,0 +1,33 @@
+"""Failures that show their own cause: numpy's shape errors in the student's code.
+
+The process that ran the student's code names the cause of an exception it caught, one
+word of the closed list below, decided on the exception object where it was raised; the
+check that receives it takes the words a student reads from here. The cause travels as
+data beside the error's message, and a message is never read to find one.
+"""
+
+# cause -> (mistake id, the likely mistake in words)
+DIAGNOSES = {
+    "broadcast": ("shapes-need-keepdims", "the shapes do not line up: a max or a sum over an axis needs "
+                                          "keepdims=True to broadcast back against the array"),
+    "matmul": ("matmul-shapes", "the shapes of a matrix product do not line up: the heads go side by side "
+                                "(along axis 1, the columns), and x's rows are the tokens"),
+}
+
+
+def of(exc: BaseException) -> str | None:
+    """The cause of ``exc`` when it is one of numpy's shape errors, else None."""
+    if type(exc) is not ValueError:
+        return None
+    text = str(exc)
+    if "could not be broadcast together" in text:
+        return "broadcast"
+    if "mismatch in its core dimension" in text:
+        return "matmul"
+    return None
+
+
+def diagnosis(cause: str | None) -> tuple[str | None, str | None]:
+    """(mistake id, words) for a cause reported by the student's process; (None, None) for any other."""
+    found = DIAGNOSES.get(cause or "")
+    return found if found else (None, None)

@@ -1,0 +1,61 @@
+"""Held-out mistakes of part causal_mask: written after the diagnoses, and never used to write one.
+
+Each entry names the catalogue id its diagnosis must carry (``mistake``); tests/test_mutants.py
+measures how many of these the first sentence of the part's reason names.
+"""
+
+MISTAKES = {
+    "mask-sees-next": {"mistake": "mask-off-by-one", "cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool), k=1)
+'''}},
+    "mask-where-swapped": {"mistake": "mask-inverted", "cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    return softmax(np.where(mask, -np.inf, np.asarray(scores, dtype=float)))
+'''}},
+    "mask-boolean-index-on-a-copy": {"mistake": "masked-softmax-2d-only", "cells": {"masked_softmax": '''
+def masked_softmax(scores, mask):
+    s = np.array(scores, dtype=float)
+    s[~np.asarray(mask, dtype=bool)] = -np.inf
+    return softmax(s)
+'''}},
+    "wrong-order-never-zeroed": {"mistake": "wrong-order-not-zeroed", "cells": {"softmax_then_mask": '''
+def softmax_then_mask(scores, mask):
+    weights = softmax(np.asarray(scores, dtype=float))
+    return weights, weights.sum(axis=-1)
+'''}},
+    "experiment-natural-log": {"mistake": "experiment-entropy-in-nats", "cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def entropy(a):
+        a = a[a > 0]
+        return float(-(a * np.log(a)).sum())
+
+    out = {k: [] for k in ("d_k", "sd", "entropy_raw", "entropy_scaled", "max_alpha_raw")}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            q = rng.normal(size=d)
+            s = rng.normal(size=(n_keys, d)) @ q
+            rows.append((s.std(), entropy(softmax(s)), entropy(softmax(s / np.sqrt(d))), softmax(s).max()))
+        out["d_k"].append(d)
+        for key, value in zip(("sd", "entropy_raw", "entropy_scaled", "max_alpha_raw"), np.mean(rows, axis=0)):
+            out[key].append(value)
+    return {k: np.array(v) for k, v in out.items()}
+'''}},
+    "experiment-spread-of-all-scores": {"mistake": "experiment-spread-pooled", "cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {k: [] for k in ("d_k", "sd", "entropy_raw", "entropy_scaled", "max_alpha_raw")}
+    for d in d_values:
+        scores = np.array([rng.normal(size=(n_keys, d)) @ rng.normal(size=d) for _ in range(trials)])
+        raw, scaled = softmax(scores, axis=-1), softmax(scores / np.sqrt(d), axis=-1)
+        out["d_k"].append(d)
+        out["sd"].append(scores.std())
+        out["entropy_raw"].append(np.mean([entropy_bits(a) for a in raw]))
+        out["entropy_scaled"].append(np.mean([entropy_bits(a) for a in scaled]))
+        out["max_alpha_raw"].append(raw.max(axis=-1).mean())
+    return {k: np.array(v) for k, v in out.items()}
+'''}},
+}
