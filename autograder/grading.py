@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from autograder import handin, suites
+from autograder import handin, submission_time, suites
 from autograder.config import Assignment, Course, Part
 from autograder.errors import NoSubmissions
 from autograder.results import GRADER_ERROR, PartResult, Submission
@@ -192,6 +192,8 @@ def grade_task(course: Course, task: Task, grader: str) -> Submission:
     record.suites = suite_versions(course, task.assignment)
     record.graded_at = now()
     record.seconds = round(time.monotonic() - started, 2)
+    when = submission_time.read(os.path.dirname(task.path))      # collect's time, for the late penalty
+    record.submitted_at = when.isoformat() if when else None
     return record
 
 
@@ -256,15 +258,17 @@ class Plan:
 
 
 def plan(course: Course, submissions: Iterable[Task], out: str, force: bool = False,
-         grader: str | None = None) -> Plan:
-    """Split submissions into those to grade and those whose records still hold."""
+         grader: str | None = None, forced_since: str | None = None) -> Plan:
+    """Split submissions into those to grade and those whose records still hold (with
+    ``forced_since``, only records graded since then hold: the rest of an interrupted forced batch)."""
     grader = grader or grader_version()
     found = Plan([], [], {})
     for task in submissions:
         old = read_result(out, task.student, task.assignment)
         if old is not None:
             found.previous[task.key] = old
-        if force or old is None or stale(course, old, task.path, grader):
+        forced = forced_since is not None and old is not None and (old.graded_at or "") < forced_since
+        if force or forced or old is None or stale(course, old, task.path, grader):
             found.todo.append(task)
         else:
             found.valid.append(old)
@@ -277,7 +281,7 @@ class Stopped(Exception):
 
 def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | None = None, progress=None,
               force: bool = False, submitted: str | None = None, refused: Iterable[tuple[str, str]] = (),
-              executor=None) -> Batch:
+              executor=None, forced_since: str | None = None) -> Batch:
     """Grade the submissions that need it in ``jobs`` worker processes.
 
     Each result is written (results/<student>/<assignment>.json, the one it
@@ -286,15 +290,16 @@ def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | Non
     submission whose notebook, grader and suites are unchanged since its last
     result is skipped unless ``force``. Only this process writes files; the
     workers just grade (:func:`grade_task`): local processes, or ``executor``
-    (autograder/cluster.py), which takes the same ``submit``.
+    (autograder/cluster.py), which takes the same ``submit``. ``forced_since``: the start of
+    an interrupted forced batch, which this one finishes (every record older is graded again).
     Returns a :class:`Batch`.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
     grader = grader_version()
-    todo = plan(course, submissions, out, force, grader)
+    todo = plan(course, submissions, out, force, grader, forced_since)
     batch = Batch(records=list(todo.valid), skipped=list(todo.valid), previous=todo.previous,
                   refused=list(refused))
-    batch_started(out, submitted, len(submissions), len(todo.todo))
+    batch_started(out, submitted, len(submissions), len(todo.todo), forced_since or (now() if force else None))
     if progress:
         progress.start(len(todo.todo), skipped=len(todo.valid))
     attempts = {task: 0 for task in todo.todo}

@@ -60,6 +60,8 @@ class Submission:
     suites: dict | None = None     # part -> the version of what decides its score
     graded_at: str | None = None
     seconds: float | None = None
+    submitted_at: str | None = None   # collect's time of the hand-in, ISO 8601 in UTC; None: not known
+    late: dict | None = None       # what lateness cost it at the last export (autograder/late.py)
 
     @property
     def key(self):
@@ -72,6 +74,11 @@ class Submission:
     @property
     def max_score(self):
         return sum(p.max_score for p in self.parts)
+
+    @property
+    def late_points(self):
+        """The points its late penalty takes (0 when on time)."""
+        return (self.late or {}).get("points", 0.0)
 
     @property
     def grader_error(self):
