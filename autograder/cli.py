@@ -45,6 +45,7 @@ def _where(out):
             f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
             f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
             f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
+            f"LMS:        {os.path.join(out, 'canvas_gradebook.csv')}, moodle_grades.csv (import as they are)\n"
             f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html\n"
             f"report:     {os.path.join(out, 'cohort_report.html')} (the cohort's mistakes and similarity flags)")
 
@@ -56,9 +57,7 @@ def _release(course):
     from autograder.errors import NbgraderError
     try:
         synced = release.release(course)
-    except NbgraderError as exc:
-        print("\n".join(line for line in exc.log.splitlines() if line.startswith(("ERROR", "CRITICAL"))),
-              file=sys.stderr)
+    except NbgraderError as exc:         # its message carries nbgrader's own reason
         print(f"error: {exc}; nothing was written (assignments/ and solutions/ are as they were)",
               file=sys.stderr)
         return None
