@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from autograder import handin, submission_time, suites
 from autograder.config import Assignment, Course, Part
 from autograder.errors import NoSubmissions
-from autograder.results import GRADER_ERROR, PartResult, Submission
+from autograder.results import GRADER_ERROR, NOT_ATTEMPTED, PartResult, Submission
 from autograder.store import batch_finished, batch_started, now, read_result, write_result
 from autograder.versions import file_sha256, grader_version, stale, suite_versions, support_files
 from selfcheck import wire
 from selfcheck.launch import Jail
-from selfcheck.program import NotebookError, parse_notebook, program, read_notebook, solution_ids
+from selfcheck.program import (NotebookError, grade_id, parse_notebook, program, read_notebook, solution_ids,
+                               source)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,18 @@ def which_notebook(nb: dict, release: dict) -> str | None:
     return None
 
 
+def untouched(nb: dict, release: dict, part: Part) -> bool:
+    """True when every solution cell of ``part`` is in ``nb`` exactly as released: the student has
+    not started it (a 0, not a failure of their code)."""
+    def cells(notebook):
+        found: dict[str | None, str] = {}
+        for cell in notebook["cells"]:
+            found.setdefault(grade_id(cell), source(cell).strip())
+        return found
+    mine, given = cells(nb), cells(release)
+    return all(cell in mine and mine[cell] == given.get(cell) for cell in part.cells)
+
+
 def grade_submission(course: Course, assignment_id: str, student_id: str, path: str, jail: Jail | None = None,
                      only: set[str] | None = None) -> Submission:
     """The result record of one submission: every part scored (or the parts in ``only``), with reasons.
@@ -95,6 +108,9 @@ def grade_submission(course: Course, assignment_id: str, student_id: str, path: 
         passed = set()      # parts that earned full marks: the parts using them run the student's own
         for part in assignment.parts:
             if only is not None and part.id not in only:
+                continue
+            if untouched(nb, release, part):
+                parts.append(_zero(part, NOT_ATTEMPTED, "not attempted: its cells are as released, not written yet"))
                 continue
             mine = {cell for used in part.uses if used in passed for cell in assignment.part(used).cells}
             prog = program(nb, release, own=set(part.cells) | mine,

@@ -9,7 +9,8 @@ one before it left and hands on to the next.
               keeps them and stops here)
 4. gradebook  the new results into nbgrader's gradebook, through its own autograde
 5. exports    each late penalty worked out again (course.yaml as it is now) and put in the
-              gradebook; parts.csv, totals.csv, Gradescope results, nbgrader's grades.csv
+              gradebook, roster.csv's names too; parts.csv, totals.csv, Gradescope results,
+              canvas_gradebook.csv and moodle_grades.csv, nbgrader's grades.csv
 6. feedback   one page per student and assignment
 
 Stages 2 and 3 are one call (:func:`grading.grade_all`) because recording as results arrive is
@@ -20,10 +21,10 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 import os
 
-from autograder import config, corpus, grading, late, release, store, submission_time
+from autograder import config, corpus, grading, late, release, roster, store, submission_time
 from autograder.errors import CorpusMissing, CourseError, NbgraderError, NoSubmissions
 from autograder.nbgrader import settings, staging
-from autograder.reporting import cohort_page, exports, feedback
+from autograder.reporting import cohort_page, exports, feedback, lms
 
 
 def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster=None, students=None):
@@ -51,7 +52,7 @@ def grade(course, submitted, out, jobs=None, force=False, progress=None, cluster
     _require_corpus(course, submissions)
     settings.write_course_folder(course, out)
     from autograder.nbgrader import gradebook     # nbgrader loads in seconds: only once there is work
-    mismatch = gradebook.release_mismatch(course, out)
+    mismatch = gradebook.stranded(course, out) or gradebook.release_mismatch(course, out)
     if mismatch:
         raise CourseError(mismatch)
     executor = None
@@ -150,8 +151,12 @@ def export(course, out, records):
     """Stages 5 and 6: every export and the feedback pages, from ``records`` and the gradebook.
 
     Each stands alone: one that fails becomes a warning and the others are still written.
-    Returns the warnings."""
+    Returns the warnings; raises CourseError, writing nothing, when ``out``'s own gradebook
+    is not the one course.yaml's ``db_url`` names (its hand grades would be lost)."""
     from autograder.nbgrader import apps, gradebook as nbgrader_gradebook
+    lost = nbgrader_gradebook.stranded(course, out)
+    if lost:
+        raise CourseError(lost)
     warnings = []
     try:
         gradebook = nbgrader_gradebook.scores(course, out)
@@ -164,9 +169,16 @@ def export(course, out, records):
             nbgrader_gradebook.write_late(course, out, records)
         except Exception as exc:  # noqa: BLE001 - the course's own exports still carry the penalty
             warnings.append(f"the late penalties could not be written into nbgrader's gradebook ({exc})")
-    stages = (("parts", lambda: exports.write_grades(out, records)),
+    try:
+        people = roster.load(course)
+    except CourseError as exc:
+        warnings.append(f"{exc}; the exports have no names")
+        people = {}
+    stages = (("roster", lambda: roster.fill_gradebook(course, out, people)),
+              ("parts", lambda: exports.write_grades(out, records)),
               ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
+              ("LMS", lambda: lms.write(out, course, exports.totals(course, records, gradebook), people)),
               ("nbgrader", lambda: apps.export(course, out)),
               ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook)),
               ("report", lambda: cohort_page.write(course, out, records, gradebook=gradebook)))

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 VERSION = 2
 GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
+NOT_ATTEMPTED = "not attempted"   # a part whose cells are as released: 0, and nothing went wrong
 
 
 @dataclass
@@ -35,7 +36,7 @@ class PartResult:
     part: str                  # the part's id in course.yaml
     score: float
     max_score: float
-    status: str                # passed, partial, failed, error, timeout, missing or grader-error
+    status: str                # passed, partial, failed, error, timeout, missing, not attempted or grader-error
     reason: str                # the first thing the student should read
     checks: list[Check] = field(default_factory=list)
     suite: str | None = None   # hash of its public and hidden suites at grading

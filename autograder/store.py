@@ -77,8 +77,8 @@ def read_result(out: str, student: str, assignment: str) -> Submission | None:
 def history(out: str, student: str, assignment: str) -> list[Submission]:
     """Every earlier result of one submission, oldest first."""
     paths = glob.glob(os.path.join(history_folder(out, student), f"{glob.escape(assignment)}.*.json"))
-    found = [r for r in map(_load, paths) if r is not None]
-    return sorted(found, key=lambda r: r.graded_at or "")
+    found = [(r.graded_at or "", os.path.getmtime(p), r) for p in paths if (r := _load(p)) is not None]
+    return [r for *_, r in sorted(found, key=lambda t: t[:2])]     # a late penalty changes, not the time graded
 
 
 def write_result(out: str, record: Submission) -> None:

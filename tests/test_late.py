@@ -82,6 +82,10 @@ def term(copy_course, tmp_path_factory):
     copy_course(str(root / "course"))
     path = str(root / "course" / "course.yaml")
     _edit(path, _term)
+    with open(root / "course" / "roster.csv", "w") as fh:
+        fh.write("id,first_name,last_name,email,section,sis_id\n"
+                 + "".join(f"{s},{s.title()},Student-{i},{s}@uni.example,L0{i % 2},SIS{i:03}\n"
+                           for i, s in enumerate(COHORT)))
     course = config.load(path)
     assignment = course.assignments[0]
     out = root / "out"
@@ -119,6 +123,33 @@ def test_every_export_takes_the_same_late_penalty(term):
             assert "id=late" in page and "per started day late" in page, student
             assert float(next(r for r in report if r["item"] == student)["value"]) == pytest.approx(taken)
     assert "within the grace" in (out / "reports" / "grace" / f"{assignment.id}.html").read_text()
+
+
+@pytest.mark.slow
+def test_lms_files_have_the_documented_headers_rounding_penalties_and_roster(term):
+    course, out, full = term
+    aid = course.assignments[0].id
+    with open(out / "canvas_gradebook.csv", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", aid]
+    assert rows[1][0].strip() == "Points Possible" and rows[1][5] == f"{full + sum(course.assignments[0].written.values()):.2f}"
+    canvas = {r[3]: r for r in rows[2:]}
+    with open(out / "moodle_grades.csv", newline="") as fh:
+        moodle = list(csv.reader(fh))
+    assert moodle[0] == ["Email address", "ID number", "First name", "Last name", aid]
+    by_email = {r[0]: r for r in moodle[1:]}
+    for i, (student, (_, share)) in enumerate(COHORT.items()):
+        score = f"{full - round(full * share, 3):.2f}"
+        assert canvas[student] == [f"Student-{i}, {student.title()}", "", f"SIS{i:03}", student, f"L0{i % 2}", score]
+        assert by_email[f"{student}@uni.example"] == [f"{student}@uni.example", f"SIS{i:03}", student.title(),
+                                                      f"Student-{i}", score]
+    grades = {r["student_id"]: r for r in _csv(out / "grades.csv")}      # nbgrader's student table
+    assert (grades["alice"]["first_name"], grades["alice"]["email"]) == ("Alice", "alice@uni.example")
+
+
+def test_scores_are_rounded_half_up_to_two_decimals():
+    from autograder.reporting import lms
+    assert [lms.rounded(x) for x in (9.193999999999999, 2.675, 7.2, 0, "")] == ["9.19", "2.68", "7.20", "0.00", ""]
 
 
 @pytest.mark.slow
@@ -164,6 +195,15 @@ def test_a_moved_deadline_and_a_new_extension_change_exactly_those_totals_at_reg
     assert grades == totals
     history = store.history(str(out), "late", assignment.id)
     assert history and history[-1].late["points"] == pytest.approx(full * 0.1)
+    assert cli.main(["--config", course.path, "history", "late", "--dir", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert f"{full * 0.9:g}" in said and "late policy or due date" in said.splitlines()[-1]
+    assert cli.main(["--config", course.path, "status", str(out)]) == 0
+    said = capsys.readouterr().out
+    assert "hand-ins not graded yet" in said and "totals the next `course export` changes: none" in said
+    late_lines = said.split("late hand-ins:")[1].split("written answers")[0]
+    assert "very_late/attention" in late_lines and "late/attention" not in late_lines.replace("very_late", "")
+    assert "written answers not graded yet in formgrader: 6" in said
 
 
 @pytest.mark.slow
@@ -202,3 +242,29 @@ def test_resume_after_an_interrupted_forced_batch_finishes_it(term, capsys):
     assert "graded now: 1" in said.out and "forced batch" in said.err
     assert store.read_result(str(out), "very_late", assignment.id).graded_at >= started
     assert store.read_journal(str(out))["finished"]
+
+
+def test_an_untouched_stubs_parts_are_not_attempted_and_scored_zero(course, tmp_path):
+    """Not an error: nothing of the student's ran, so it stays out of "parts not graded normally"."""
+    from autograder import grading
+    from autograder.results import NOT_ATTEMPTED
+    assignment = course.assignments[0]
+    path = cohort.write(cohort.stub(course, assignment), str(tmp_path), "s", assignment)
+    record = grading.grade_submission(course, assignment.id, "s", path)
+    assert [(p.status, p.score) for p in record.parts] == [(NOT_ATTEMPTED, 0.0)] * len(assignment.parts)
+
+
+@pytest.mark.slow
+def test_a_db_url_set_mid_term_stops_the_export_rather_than_lose_hand_grades(term, capsys):
+    course, out, _ = term
+    with open(course.path) as fh:
+        raw = yaml.safe_load(fh)
+    moved = os.path.join(course.root, "moved.yaml")        # beside course.yaml: the same course
+    with open(moved, "w") as fh:
+        yaml.safe_dump(dict(raw, db_url=f"sqlite:///{out}/elsewhere.db"), fh)
+    before = (out / "totals.csv").read_bytes()
+    capsys.readouterr()
+    assert cli.main(["--config", moved, "export", str(out)]) == 2
+    said = capsys.readouterr().err.strip()
+    assert "\n" not in said and "gradebook.db holds this folder's gradebook" in said and "db_url" in said
+    assert (out / "totals.csv").read_bytes() == before and not (out / "elsewhere.db").exists()
