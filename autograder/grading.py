@@ -30,8 +30,7 @@ from autograder.store import batch_finished, batch_started, now, read_result, wr
 from autograder.versions import file_sha256, grader_version, stale, suite_versions, support_files
 from selfcheck import wire
 from selfcheck.launch import Jail
-from selfcheck.program import (NotebookError, grade_id, parse_notebook, program, read_notebook, solution_ids,
-                               source)
+from selfcheck.program import NotebookError, parse_notebook, program, read_notebook, solution_ids
 
 
 @dataclass(frozen=True)
@@ -69,16 +68,11 @@ def which_notebook(nb: dict, release: dict) -> str | None:
     return None
 
 
-def untouched(nb: dict, release: dict, part: Part) -> bool:
-    """True when every solution cell of ``part`` is in ``nb`` exactly as released: the student has
-    not started it (a 0, not a failure of their code)."""
-    def cells(notebook):
-        found: dict[str | None, str] = {}
-        for cell in notebook["cells"]:
-            found.setdefault(grade_id(cell), source(cell).strip())
-        return found
-    mine, given = cells(nb), cells(release)
-    return all(cell in mine and mine[cell] == given.get(cell) for cell in part.cells)
+def not_attempted(nb: dict, release: dict, own: set[str], stand_ins: set[str]) -> bool:
+    """True when grading a part would run exactly what the release runs: its cells as released
+    and no cell of the student's own (a 0, and not a failure of the student's code)."""
+    return (program(nb, release, own=own, stand_ins=stand_ins).cells
+            == program(release, release, own=own, stand_ins=stand_ins).cells)
 
 
 def grade_submission(course: Course, assignment_id: str, student_id: str, path: str, jail: Jail | None = None,
@@ -109,16 +103,16 @@ def grade_submission(course: Course, assignment_id: str, student_id: str, path: 
         for part in assignment.parts:
             if only is not None and part.id not in only:
                 continue
-            if untouched(nb, release, part):
-                parts.append(_zero(part, NOT_ATTEMPTED, "not attempted: its cells are as released, not written yet"))
-                continue
             mine = {cell for used in part.uses if used in passed for cell in assignment.part(used).cells}
-            prog = program(nb, release, own=set(part.cells) | mine,
-                           stand_ins=assignment.stand_in_cells(part) - mine)
+            own, stand_ins = set(part.cells) | mine, assignment.stand_in_cells(part) - mine
+            prog = program(nb, release, own=own, stand_ins=stand_ins)
             if prog.missing:
                 parts.append(_zero(part, "missing", "the solution cell(s) "
                                    + ", ".join(f"'{m}'" for m in prog.missing)
                                    + " are gone from your notebook, so this part could not be checked"))
+                continue
+            if not_attempted(nb, release, own, stand_ins):
+                parts.append(_zero(part, NOT_ATTEMPTED, "not attempted: its cells are as released, not written yet"))
                 continue
             workdir = os.path.join(scratch, part.id)
             os.makedirs(workdir)

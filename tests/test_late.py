@@ -268,3 +268,17 @@ def test_a_db_url_set_mid_term_stops_the_export_rather_than_lose_hand_grades(ter
     said = capsys.readouterr().err.strip()
     assert "\n" not in said and "gradebook.db holds this folder's gradebook" in said and "db_url" in said
     assert (out / "totals.csv").read_bytes() == before and not (out / "elsewhere.db").exists()
+
+
+def test_a_stub_with_the_students_code_in_a_cell_of_their_own_is_attempted(course):
+    from autograder import grading
+    assignment = course.assignments[0]
+    part = assignment.parts[0]
+    stub = cohort.stub(course, assignment)
+    release = cohort.stub(course, assignment)
+    assert grading.not_attempted(stub, release, set(part.cells), set())
+    added = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": "def softmax(x):\n    return x"}
+    stub["cells"].insert(1 + next(i for i, c in enumerate(stub["cells"])
+                                  if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == part.cells[0]), added)
+    assert not grading.not_attempted(stub, release, set(part.cells), set())
