@@ -3,12 +3,14 @@
     course release            solutions/ -> assignments/ (nbgrader generate_assignment)
     course exchange --setup   nbgrader's exchange, submissions not readable by other students
     course grade SUBMITTED    grade <student>/<assignment>/<notebook>.ipynb under SUBMITTED
-                              (--jobs N, --resume, --force, --cluster ADDRESS)
+                              (--jobs N, --resume, --force, --cluster ADDRESS, --student ID)
     course regrade [DIR]      grade again after a test fix; old and new scores per part
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
     course cluster --certs DIR  the Dask cluster's CA and TLS certificates (README, "Bigger courses")
     course demo               release, build a demo cohort, grade it, print the table
+    course history STUDENT    one student's results over time (--dir DIR)
+    course status [DIR]       not graded yet, late, written answers to grade, errors, what changed
     course report [DIR]       the cohort report: mistakes, hardest checks, not graded, similarity
     course mistakes           what a student sees for each catalogued mistake: docs/mistakes.json and .md
     course experiment         the projection-removal experiment (autograder/experiment/; --help)
@@ -25,12 +27,12 @@ from autograder import config
 from autograder.errors import CourseError, NoSubmissions
 
 
-def _grade(course, submitted, out, jobs, force=False, cluster=None):
+def _grade(course, submitted, out, jobs, force=False, cluster=None, students=None):
     """The grading pipeline with a progress report on stderr; its warnings printed there too."""
     from autograder import pipeline
     from autograder.progress import Progress
     batch = pipeline.grade(course, submitted, out, jobs, force=force, progress=Progress(sys.stderr),
-                           cluster=cluster)
+                           cluster=cluster, students=students)
     _warn(batch.warnings)
     return batch
 
@@ -45,6 +47,7 @@ def _where(out):
             f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
             f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
             f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
+            f"LMS:        {os.path.join(out, 'canvas_gradebook.csv')}, moodle_grades.csv (import as they are)\n"
             f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html\n"
             f"report:     {os.path.join(out, 'cohort_report.html')} (the cohort's mistakes and similarity flags)")
 
@@ -53,8 +56,13 @@ def _release(course):
     """Release, saying which solution notebooks got course.yaml's points; on a leak, print it and
     return None (nothing was written)."""
     from autograder import release
+    from autograder.errors import NbgraderError
     try:
         synced = release.release(course)
+    except NbgraderError as exc:         # its message carries nbgrader's own reason
+        print(f"error: {exc}; nothing was written (assignments/ and solutions/ are as they were)",
+              file=sys.stderr)
+        return None
     except release.LeakError as exc:
         for path, what in exc.leaks:
             print(f"LEAK {path}: {what}", file=sys.stderr)
@@ -95,12 +103,16 @@ def cmd_grade(course: config.Course, args: argparse.Namespace) -> int:
     elif journal and not journal.get("finished") and not args.resume:
         print("the last batch in this folder was interrupted; resuming it (its finished "
               "submissions are kept)", file=sys.stderr)
+    if journal and not journal.get("finished") and journal.get("forced_since") and not args.force:
+        print("it was a forced batch: every submission it had not reached is graded again",
+              file=sys.stderr)
     batch = _grade(course, args.submitted, out, args.jobs, force=args.force,
-                   cluster=args.cluster or course.cluster)
+                   cluster=args.cluster or course.cluster, students=args.student)
     if not batch.interrupted:
         print(terminal.table(batch.records))
         print()
-    code = _finish(batch, out, f"course grade {args.submitted} --out {args.out} --resume")
+    only = "".join(f" --student {s}" for s in args.student or ())
+    code = _finish(batch, out, f"course grade {args.submitted} --out {args.out}{only} --resume")
     if not batch.interrupted:
         print("\n" + _where(out))
     return code
@@ -116,9 +128,13 @@ def cmd_regrade(course: config.Course, args: argparse.Namespace) -> int:
     if not store.load_results(out):
         print(f"error: {out} holds no results to regrade (run `course grade` first)", file=sys.stderr)
         return 2
+    totals = os.path.join(out, "totals.csv")
+    before = terminal.read_totals(totals)
     batch = _grade(course, submitted, out, args.jobs, force=args.force,
                    cluster=args.cluster or course.cluster)
     print(terminal.diff_table(terminal.changes(batch.previous, batch.graded), everything=args.all))
+    if not batch.interrupted:
+        print(terminal.totals_diff(before, terminal.read_totals(totals)))
     print(f"(earlier results are kept in {os.path.join(out, 'results')}/<student>/history/)")
     regraded = sorted({r.assignment for r in batch.graded})
     if regraded and not batch.interrupted:
@@ -137,7 +153,11 @@ def cmd_export(course: config.Course, args: argparse.Namespace) -> int:
         print(f"error: {out} holds no results (run `course grade` first)", file=sys.stderr)
         return 2
     from autograder import pipeline
+    from autograder.reporting import terminal
+    totals = os.path.join(out, "totals.csv")
+    before = terminal.read_totals(totals)
     _warn(pipeline.export(course, out, records))
+    print(terminal.totals_diff(before, terminal.read_totals(totals)))
     print(_where(out))
     return 0
 
@@ -150,8 +170,27 @@ def cmd_report(course: config.Course, args: argparse.Namespace) -> int:
     records = store.load_results(out)
     if not records:
         raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
-    path = cohort_page.write(course, out, records, args.submitted)
+    from autograder.nbgrader import gradebook
+    try:
+        scores = gradebook.scores(course, out)
+    except Exception:  # noqa: BLE001 - no gradebook yet: the grader's scores alone
+        scores = {}
+    path = cohort_page.write(course, out, records, args.submitted, gradebook=scores)
     print(f"report: {path}\ncsv:    {os.path.join(out, cohort_analysis.CSV)}")
+    return 0
+
+
+def cmd_history(course: config.Course, args: argparse.Namespace) -> int:
+    """One student's results over time, per assignment, from results/<student>/history/."""
+    from autograder import status
+    print(status.history(course, os.path.abspath(args.dir), args.student))
+    return 0
+
+
+def cmd_status(course: config.Course, args: argparse.Namespace) -> int:
+    """The morning's list: not graded yet, late, not hand-graded, grader errors, flags, pending totals."""
+    from autograder import status
+    print(status.status(course, os.path.abspath(args.dir), args.submitted))
     return 0
 
 
@@ -301,6 +340,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="grade every submission again, even unchanged ones")
     g.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help="grade on this Dask scheduler (default: course.yaml's cluster, else locally)")
+    g.add_argument("--student", action="append", default=None, metavar="ID",
+                   help="grade this student's submissions only (repeatable); the exports keep everyone")
     r = sub.add_parser("regrade", help="grade again after a suite or grader change; print old and new scores")
     r.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
     r.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
@@ -313,6 +354,12 @@ def main(argv: list[str] | None = None) -> int:
     rp = sub.add_parser("report", help="the cohort report: cohort_report.html and cohort_report.csv")
     rp.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
     rp.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
+    h = sub.add_parser("history", help="one student's results over time: score, when, what changed")
+    h.add_argument("student")
+    h.add_argument("--dir", default=".", help="the grading folder (default: .)")
+    st = sub.add_parser("status", help="not graded yet, late, written answers to grade, errors, flags")
+    st.add_argument("dir", nargs="?", default=".", help="the grading folder (default: .)")
+    st.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
     x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
     x.add_argument("--setup", action="store_true", help="create it with the right permissions")
@@ -341,10 +388,10 @@ def main(argv: list[str] | None = None) -> int:
             for folder in {os.getcwd(), getattr(args, "dir", None), getattr(args, "out", None)}:
                 if isinstance(folder, str):
                     config.refuse_another_course(course, folder)
-        return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade,
-                "export": cmd_export, "report": cmd_report, "exchange": cmd_exchange, "check": cmd_check,
-                "cluster": cmd_cluster,
-                "demo": cmd_demo, "mistakes": cmd_mistakes, "experiment": cmd_experiment}[args.command](course, args)
+        return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade, "export": cmd_export,
+                "report": cmd_report, "history": cmd_history, "status": cmd_status, "exchange": cmd_exchange,
+                "check": cmd_check, "cluster": cmd_cluster, "demo": cmd_demo, "mistakes": cmd_mistakes,
+                "experiment": cmd_experiment}[args.command](course, args)
     except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

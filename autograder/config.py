@@ -10,6 +10,7 @@ with a default is optional), and each is built by keyword, so a new setting is o
 """
 
 import dataclasses
+import datetime
 import json
 import os
 import re
@@ -63,6 +64,7 @@ class Assignment:
     notebook: str
     parts: list[Part]
     written: dict[str, float] = field(default_factory=dict)   # grade id of a hand-graded answer -> points
+    due: datetime.datetime | None = None      # in UTC without a time zone, as nbgrader keeps times; None: never late
 
     def part(self, part_id: str) -> Part:
         return next(p for p in self.parts if p.id == part_id)
@@ -70,6 +72,15 @@ class Assignment:
     def stand_in_cells(self, part: Part) -> set[str]:
         """The solution cells whose functions the grader answers when ``part`` is graded."""
         return {cell for used in part.uses for cell in self.part(used).cells}
+
+
+@dataclass(kw_only=True)
+class LatePolicy:
+    """What a late hand-in loses (autograder/late.py applies it)."""
+    grace_minutes: float = 0.0          # up to this late counts as on time
+    penalty_per_day: float = 0.0        # this fraction of the points earned, per started day late
+    max_penalty: float = 1.0            # never more than this fraction
+    zero_after_days: float | None = None   # later than this many days earns 0
 
 
 @dataclass
@@ -92,6 +103,8 @@ class Course:
     cluster: str | None = None            # a Dask scheduler's tls:// address `course grade` grades on; None: locally
     cluster_tls: ClusterTLS | None = None  # the client's credentials for that cluster
     db_url: str | None = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
+    late: LatePolicy | None = None        # None: a late hand-in loses nothing
+    extensions: dict[str, dict[str, datetime.datetime]] = field(default_factory=dict)  # student -> assignment -> due
 
     def assignment(self, assignment_id: str) -> Assignment:
         for a in self.assignments:
@@ -223,7 +236,58 @@ def _assignment(where, aid, spec, root, seen_parts):
     _keys(f"{where}.written", written, sorted(c for c in cells if c.startswith("answer_")))
     for cell, pts in written.items():
         _number(f"{where}.written.{cell}", pts)
-    return Assignment(id=aid, notebook=spec["notebook"], parts=parts, written=dict(written))
+    due = _when(f"{where}.due", spec["due"]) if spec.get("due") is not None else None
+    return Assignment(id=aid, notebook=spec["notebook"], parts=parts, written=dict(written), due=due)
+
+
+def _when(where, value):
+    """An ISO 8601 time with its offset (YAML reads one unquoted as a datetime), in UTC without a
+    time zone; without an offset the time is ambiguous by hours, so it is refused."""
+    if isinstance(value, str):
+        try:
+            value = datetime.datetime.fromisoformat(value.strip())
+        except ValueError:
+            value = None
+    if not isinstance(value, datetime.datetime):
+        raise ConfigError(f"{where}: must be a date and time such as 2026-12-08T23:59:00+00:00, got {value!r}")
+    if value.tzinfo is None:
+        raise ConfigError(f"{where}: {value.isoformat()} has no UTC offset (write e.g. "
+                          f"{value.isoformat()}+00:00)")
+    return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _late(where, raw):
+    """The late policy: fractions between 0 and 1, a grace and a cut-off not below 0."""
+    _fields_keys(where, raw, LatePolicy)
+    values = {key: float(_number(f"{where}.{key}", value)) for key, value in raw.items()
+              if not (key == "zero_after_days" and value is None)}
+    for key in ("penalty_per_day", "max_penalty"):
+        if values.get(key, 0) > 1:
+            raise ConfigError(f"{where}.{key}: a fraction of the points earned, at most 1, got {values[key]:g}")
+    if values.get("zero_after_days") == 0:
+        raise ConfigError(f"{where}.zero_after_days: must be > 0 (leave it out for no cut-off)")
+    return LatePolicy(**values)
+
+
+def _extensions(where, raw, assignments):
+    """student -> assignment -> that student's own due date, never before the assignment's."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: expected a mapping of student ids, got {type(raw).__name__}")
+    dues = {a.id: a.due for a in assignments}
+    found: dict[str, dict[str, datetime.datetime]] = {}
+    for student, given in raw.items():
+        _keys(f"{where}.{student}", given, list(dues))
+        found[str(student)] = {}
+        for aid, value in given.items():
+            key = f"{where}.{student}.{aid}"
+            if dues[aid] is None:
+                raise ConfigError(f"{key}: {aid} has no due: date to extend")
+            when = _when(key, value)
+            if when < dues[aid]:
+                raise ConfigError(f"{key}: {when.isoformat()} UTC is before {aid}'s due date "
+                                  f"({dues[aid].isoformat()} UTC)")
+            found[str(student)][aid] = when
+    return found
 
 
 def _read(path, name):
@@ -286,6 +350,10 @@ def load(path: str | None = None) -> Course:
     seen_parts: set[str] = set()
     values["assignments"] = [_assignment(f"{name}: assignments.{aid}", aid, spec, root, seen_parts)
                              for aid, spec in raw["assignments"].items()]
+    if raw.get("late") is not None:
+        values["late"] = _late(f"{name}: late", raw["late"])
+    if raw.get("extensions") is not None:
+        values["extensions"] = _extensions(f"{name}: extensions", raw["extensions"], values["assignments"])
     return Course(root=root, path=path, **values)
 
 

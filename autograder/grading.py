@@ -23,11 +23,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from autograder import handin, suites
+from autograder import handin, submission_time, suites
 from autograder.config import Assignment, Course, Part
 from autograder.errors import NoSubmissions
 from autograder.progress import Progress
-from autograder.results import GRADER_ERROR, PartResult, Submission
+from autograder.results import GRADER_ERROR, NOT_ATTEMPTED, PartResult, Submission
 from autograder.store import batch_finished, batch_started, now, read_result, write_result
 from autograder.versions import file_sha256, grader_version, stale, suite_versions, support_files
 from selfcheck import wire
@@ -68,6 +68,13 @@ def which_notebook(nb: dict, release: dict) -> str | None:
     if expected and not found:
         return "this is not this assignment's notebook (none of its solution cells are in it)"
     return None
+
+
+def not_attempted(nb: dict, release: dict, own: set[str], stand_ins: set[str]) -> bool:
+    """True when grading a part would run exactly what the release runs: its cells as released
+    and no cell of the student's own (a 0, and not a failure of the student's code)."""
+    return (program(nb, release, own=own, stand_ins=stand_ins).cells
+            == program(release, release, own=own, stand_ins=stand_ins).cells)
 
 
 def grade_submission(course: Course, assignment_id: str, student_id: str, path: str, jail: Jail | None = None,
@@ -115,10 +122,13 @@ def _grade_part(course: Course, assignment: Assignment, part: Part, nb: dict, re
     """One part, running the student's own code of the parts in ``own`` and the reference's of the
     other parts it uses."""
     mine = {cell for used in own for cell in assignment.part(used).cells}
-    prog = program(nb, release, own=set(part.cells) | mine, stand_ins=assignment.stand_in_cells(part) - mine)
+    own_cells, stand_ins = set(part.cells) | mine, assignment.stand_in_cells(part) - mine
+    prog = program(nb, release, own=own_cells, stand_ins=stand_ins)
     if prog.missing:
         return _zero(part, "missing", "the solution cell(s) " + ", ".join(f"'{m}'" for m in prog.missing)
                      + " are gone from your notebook, so this part could not be checked")
+    if not_attempted(nb, release, own_cells, stand_ins):
+        return _zero(part, NOT_ATTEMPTED, "not attempted: its cells are as released, not written yet")
     workdir = tempfile.mkdtemp(prefix=f"{part.id}-", dir=scratch)
     _support_files(course, assignment, workdir)
     return suites.run_part(course, assignment, part, prog, workdir, jail=jail)
@@ -216,6 +226,8 @@ def grade_task(course: Course, task: Task, grader: str) -> Submission:
     record.suites = suite_versions(course, task.assignment)
     record.graded_at = now()
     record.seconds = round(time.monotonic() - started, 2)
+    when = submission_time.read(os.path.dirname(task.path))      # collect's time, for the late penalty
+    record.submitted_at = when.isoformat() if when else None
     return record
 
 
@@ -280,15 +292,17 @@ class Plan:
 
 
 def plan(course: Course, submissions: Iterable[Task], out: str, force: bool = False,
-         grader: str | None = None) -> Plan:
-    """Split submissions into those to grade and those whose records still hold."""
+         grader: str | None = None, forced_since: str | None = None) -> Plan:
+    """Split submissions into those to grade and those whose records still hold (with
+    ``forced_since``, only records graded since then hold: the rest of an interrupted forced batch)."""
     grader = grader or grader_version()
     found = Plan([], [], {})
     for task in submissions:
         old = read_result(out, task.student, task.assignment)
         if old is not None:
             found.previous[task.key] = old
-        if force or old is None or stale(course, old, task.path, grader):
+        forced = forced_since is not None and old is not None and (old.graded_at or "") < forced_since
+        if force or forced or old is None or stale(course, old, task.path, grader):
             found.todo.append(task)
         else:
             found.valid.append(old)
@@ -310,7 +324,8 @@ class Pool(Protocol):
 
 def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | None = None,
               progress: Progress | None = None, force: bool = False, submitted: str | None = None,
-              refused: Iterable[tuple[str, str]] = (), executor: Pool | None = None) -> Batch:
+              refused: Iterable[tuple[str, str]] = (), executor: Pool | None = None,
+              forced_since: str | None = None) -> Batch:
     """Grade the submissions that need it in ``jobs`` worker processes.
 
     Each result is written (results/<student>/<assignment>.json, the one it
@@ -319,15 +334,16 @@ def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | Non
     submission whose notebook, grader and suites are unchanged since its last
     result is skipped unless ``force``. Only this process writes files; the
     workers just grade (:func:`grade_task`): local processes, or ``executor``
-    (autograder/cluster.py), which takes the same ``submit``.
+    (autograder/cluster.py), which takes the same ``submit``. ``forced_since``: the start of
+    an interrupted forced batch, which this one finishes (every record older is graded again).
     Returns a :class:`Batch`.
     """
     jobs = max(1, jobs or os.cpu_count() or 1)
     grader = grader_version()
-    todo = plan(course, submissions, out, force, grader)
+    todo = plan(course, submissions, out, force, grader, forced_since)
     batch = Batch(records=list(todo.valid), skipped=list(todo.valid), previous=todo.previous,
                   refused=list(refused))
-    batch_started(out, submitted, len(submissions), len(todo.todo))
+    batch_started(out, submitted, len(submissions), len(todo.todo), forced_since or (now() if force else None))
     if progress:
         progress.start(len(todo.todo), skipped=len(todo.valid))
     attempts = {task: 0 for task in todo.todo}

@@ -8,7 +8,9 @@ one before it left and hands on to the next.
 3. record     each result, the moment its worker returns (``results/``; an interrupted batch
               keeps them and stops here)
 4. gradebook  the new results into nbgrader's gradebook, through its own autograde
-5. exports    parts.csv, totals.csv, Gradescope results, nbgrader's grades.csv
+5. exports    each late penalty worked out again (course.yaml as it is now) and put in the
+              gradebook, roster.csv's names too; parts.csv, totals.csv, Gradescope results,
+              canvas_gradebook.csv and moodle_grades.csv, nbgrader's grades.csv
 6. feedback   one page per student and assignment
 
 Stages 2 and 3 are one call (:func:`grading.grade_all`) because recording as results arrive is
@@ -23,10 +25,10 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from autograder import config, corpus, grading, release
-from autograder.errors import CorpusMissing, NbgraderError
+from autograder import config, corpus, grading, late, release, roster, store, submission_time
+from autograder.errors import CorpusMissing, CourseError, NbgraderError, NoSubmissions
 from autograder.nbgrader import settings, staging
-from autograder.reporting import cohort_page, exports, feedback
+from autograder.reporting import cohort_page, exports, feedback, lms
 
 if TYPE_CHECKING:
     from autograder.cluster import ClusterPool
@@ -35,35 +37,76 @@ if TYPE_CHECKING:
 
 
 def grade(course: config.Course, submitted: str, out: str, jobs: int | None = None, force: bool = False,
-          progress: Progress | None = None, cluster: str | None = None) -> grading.Batch:
+          progress: Progress | None = None, cluster: str | None = None,
+          students: list[str] | None = None) -> grading.Batch:
     """Grade ``submitted`` into ``out``; returns the :class:`grading.Batch`.
 
     Only submissions that changed (or whose grader or suites changed) are graded, unless
     ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one; on the
-    Dask scheduler at ``cluster`` when given (autograder/cluster.py)."""
+    Dask scheduler at ``cluster`` when given (autograder/cluster.py). ``students`` (ids) grades
+    theirs alone. A forced batch that was interrupted is finished by the next run: what it had
+    not reached is graded even when unchanged. The exports are made from every current record
+    of ``out``, not only this batch's, so grading part of a class never drops the rest."""
     if cluster:                  # a plain tcp:// address stops before anything is read or written
         config.check_cluster_address("--cluster", cluster)
     release.require_released_points(course)
     out = os.path.abspath(out)
     refused: list[tuple[str, str]] = []
     submissions = grading.find_submissions(course, submitted, refused)                  # 1
+    if students:
+        missing = sorted(set(students) - {task.student for task in submissions})
+        if missing:
+            raise NoSubmissions(f"{submitted}: no submissions of {', '.join(missing)}")
+        submissions = [task for task in submissions if task.student in set(students)]
+    journal = store.read_journal(out)
+    forced_since = journal.get("forced_since") if journal and not journal.get("finished") else None
     _require_corpus(course, submissions)
     settings.write_course_folder(course, out)
+    from autograder.nbgrader import gradebook     # nbgrader loads in seconds: only once there is work
+    mismatch = gradebook.stranded(course, out) or gradebook.release_mismatch(course, out)
+    if mismatch:
+        raise CourseError(mismatch)
     executor: ClusterPool | None = None
     if cluster:
         from autograder import cluster as dask_cluster
         executor = dask_cluster.connect(course, cluster)
     try:
         batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
-                                  force=force, submitted=submitted, refused=refused, executor=executor)
+                                  force=force, submitted=submitted, refused=refused, executor=executor,
+                                  forced_since=forced_since)
     finally:
         if executor:
             executor.close()
     if batch.interrupted:
         return batch
+    record_times(out, submissions, batch.records)
     batch.warnings += to_gradebook(course, submitted, out, submissions, batch)          # 4
-    batch.warnings += export(course, out, batch.records)                                # 5, 6
+    batch.warnings += export(course, out, store.load_results(out))                      # 5, 6
     return batch
+
+
+def record_times(out: str, submissions: Sequence[grading.Task], records: Sequence[Submission]) -> None:
+    """Each record's hand-in time, as collect recorded it beside the notebook (a resubmission of
+    the same notebook is not graded again, but its time is new)."""
+    by_key = {r.key: r for r in records}
+    for task in submissions:
+        record = by_key.get(task.key)
+        when = submission_time.read(os.path.dirname(task.path))
+        stamp = when.isoformat() if when else None
+        if record is not None and record.submitted_at != stamp:
+            record.submitted_at = stamp
+            store.write_result(out, record)
+
+
+def assess_late(course: config.Course, out: str, records: Sequence[Submission], gradebook: dict) -> None:
+    """Each record's late penalty by course.yaml as it is now (:mod:`autograder.late`), on its
+    points earned (hand grades included); a record whose penalty changed is written again, the
+    one it replaces kept in its history."""
+    for record in records:
+        now = late.current(course, record, exports.earned(record, gradebook.get(record.key)))
+        if now != record.late:
+            record.late = now
+            store.write_result(out, record)
 
 
 def _require_corpus(course, submissions):
@@ -112,20 +155,37 @@ def export(course: config.Course, out: str, records: Sequence[Submission]) -> li
     """Stages 5 and 6: every export and the feedback pages, from ``records`` and the gradebook.
 
     Each stands alone: one that fails becomes a warning and the others are still written.
-    Returns the warnings."""
+    Returns the warnings; raises CourseError, writing nothing, when ``out``'s own gradebook
+    is not the one course.yaml's ``db_url`` names (its hand grades would be lost)."""
     from autograder.nbgrader import apps, gradebook as nbgrader_gradebook
+    lost = nbgrader_gradebook.stranded(course, out)
+    if lost:
+        raise CourseError(lost)
     warnings = []
     try:
         gradebook = nbgrader_gradebook.scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
-    stages = (("parts", lambda: exports.write_grades(out, records)),
+    assess_late(course, out, records, gradebook)
+    if gradebook:
+        try:
+            nbgrader_gradebook.write_late(course, out, records)
+        except Exception as exc:  # noqa: BLE001 - the course's own exports still carry the penalty
+            warnings.append(f"the late penalties could not be written into nbgrader's gradebook ({exc})")
+    try:
+        people = roster.load(course)
+    except CourseError as exc:
+        warnings.append(f"{exc}; the exports have no names")
+        people = {}
+    stages = (("roster", lambda: roster.fill_gradebook(course, out, people)),
+              ("parts", lambda: exports.write_grades(out, records)),
               ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
+              ("LMS", lambda: lms.write(out, course, exports.totals(course, records, gradebook), people)),
               ("nbgrader", lambda: apps.export(course, out)),
               ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook)),
-              ("report", lambda: cohort_page.write(course, out, records)))
+              ("report", lambda: cohort_page.write(course, out, records, gradebook=gradebook)))
     for name, write in stages:
         try:
             write()

@@ -7,9 +7,9 @@ solution notebooks from course.yaml first, so course.yaml stays the only
 place they are set (nbgrader reads them from ``solutions/``, its source
 directory, so ``course release`` rewrites those notebooks and says so).
 
-The whole release is built aside and checked for leaks first; only a release
-that leaks nothing replaces ``assignments/`` and ``solutions/``, one folder
-at a time by renames, so a refused release writes nothing.
+The whole release is built aside, checked for leaks and put in the course's gradebook
+first; only a release that leaks nothing and that nbgrader took replaces ``assignments/``
+and ``solutions/``, one folder at a time by renames, so a refused release writes nothing.
 """
 
 import filecmp
@@ -102,15 +102,22 @@ def build(course: Course, folder: str) -> tuple[str, dict[str, list[str]]]:
 
 
 def release(course: Course) -> dict[str, list[str]]:
-    """Release every assignment into ``assignments/``, or raise :class:`LeakError` having written nothing.
+    """Release every assignment into ``assignments/``, or raise :class:`LeakError` (a leak) or
+    :class:`~autograder.errors.NbgraderError` (nbgrader refused the course's gradebook) having
+    written nothing in ``assignments/`` or ``solutions/``.
 
     Returns ``{assignment id: points changed}`` for the solution notebooks it rewrote.
     """
+    from autograder.nbgrader import apps
     with tempfile.TemporaryDirectory(prefix=".release-", dir=course.root) as tmp:
         built, synced = build(course, tmp)
         found = leaks(course, built)
         if found:
             raise LeakError(found)
+        for assignment in course.assignments:      # the course's gradebook first: nbgrader may refuse
+            with tempfile.TemporaryDirectory(dir=tmp) as scratch:      # (cells added once hand-ins exist)
+                apps.generate(course, assignment, release_dir=scratch, out=course.root,
+                              source_dir=os.path.join(tmp, "solutions"))
         for assignment in course.assignments:
             if assignment.id in synced:
                 os.replace(os.path.join(tmp, "solutions", assignment.id, assignment.notebook),
@@ -120,9 +127,6 @@ def release(course: Course) -> dict[str, list[str]]:
             if os.path.exists(target):
                 os.rename(target, os.path.join(tmp, f"replaced-{assignment.id}"))
             os.rename(os.path.join(built, assignment.id), target)
-        from autograder.nbgrader import apps
-        for assignment in course.assignments:
-            apps.register(course, assignment, course.root)
     return synced
 
 

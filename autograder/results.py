@@ -14,6 +14,7 @@ from selfcheck.checks import said
 
 VERSION = 3
 GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
+NOT_ATTEMPTED = "not attempted"   # a part whose cells are as released: 0, and nothing went wrong
 
 
 @dataclass
@@ -44,7 +45,7 @@ class PartResult:
     part: str                  # the part's id in course.yaml
     score: float
     max_score: float
-    status: str                # passed, partial, failed, error, timeout, missing or grader-error
+    status: str                # passed, partial, failed, error, timeout, missing, not attempted or grader-error
     reason: str                # the first thing the student should read
     checks: list[Check] = field(default_factory=list)
     suite: str | None = None   # hash of its public and hidden suites at grading
@@ -88,6 +89,8 @@ class Submission:
     suites: dict | None = None     # part -> the version of what decides its score
     graded_at: str | None = None
     seconds: float | None = None
+    submitted_at: str | None = None   # collect's time of the hand-in, ISO 8601 in UTC; None: not known
+    late: dict | None = None       # what lateness cost it at the last export (autograder/late.py)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -100,6 +103,11 @@ class Submission:
     @property
     def max_score(self) -> float:
         return sum(p.max_score for p in self.parts)
+
+    @property
+    def late_points(self) -> float:
+        """The points its late penalty takes (0 when on time)."""
+        return (self.late or {}).get("points", 0.0)
 
     @property
     def grader_error(self) -> bool:

@@ -45,11 +45,14 @@ def history_folder(out: str, student: str) -> str:
 
 
 def versions_key(record: Submission) -> str:
-    """The short name of what produced a record: notebook, grader and suites."""
+    """The short name of what produced a record: notebook, grader, suites and late penalty."""
     suites_now = record.suites or {p.part: p.suite for p in record.parts}
     joined = ",".join(f"{k}={v}" for k, v in sorted(suites_now.items()))
-    return (f"{(record.sha256 or 'nofile')[:8]}.{record.grader or 'nograder'}."
+    name = (f"{(record.sha256 or 'nofile')[:8]}.{record.grader or 'nograder'}."
             f"{hashlib.sha256(joined.encode()).hexdigest()[:12]}")
+    if record.late:         # one kept per late penalty it had
+        name += "." + hashlib.sha256(json.dumps(record.late, sort_keys=True).encode()).hexdigest()[:8]
+    return name
 
 
 def _load(path: str) -> Submission | None:
@@ -74,8 +77,8 @@ def read_result(out: str, student: str, assignment: str) -> Submission | None:
 def history(out: str, student: str, assignment: str) -> list[Submission]:
     """Every earlier result of one submission, oldest first."""
     paths = glob.glob(os.path.join(history_folder(out, student), f"{glob.escape(assignment)}.*.json"))
-    found = [r for r in map(_load, paths) if r is not None]
-    return sorted(found, key=lambda r: r.graded_at or "")
+    found = [(r.graded_at or "", os.path.getmtime(p), r) for p in paths if (r := _load(p)) is not None]
+    return [r for *_, r in sorted(found, key=lambda t: t[:2])]     # a late penalty changes, not the time graded
 
 
 def write_result(out: str, record: Submission) -> None:
@@ -113,10 +116,14 @@ def read_journal(out: str) -> dict[str, Any]:
         return {}
 
 
-def batch_started(out: str, submitted: str | None, total: int, to_grade: int) -> None:
-    """Journal a batch of ``total`` submissions from ``submitted``, ``to_grade`` of them to grade now."""
+def batch_started(out: str, submitted: str | None, total: int, to_grade: int,
+                  forced_since: str | None = None) -> None:
+    """Journal a batch of ``total`` submissions from ``submitted``, ``to_grade`` of them to grade now;
+    ``forced_since``: it grades again every record older than that (a forced batch, or the rest of
+    an interrupted one)."""
     _write_journal(out, {"submitted": os.path.abspath(submitted) if submitted else None, "started": now(),
-                         "total": total, "to_grade": to_grade, "finished": False})
+                         "total": total, "to_grade": to_grade, "finished": False,
+                         "forced_since": forced_since})
 
 
 def batch_finished(out: str) -> None:

@@ -290,7 +290,8 @@ def test_exports_agree_with_nbgrader_export_including_a_hand_grade(course, grade
         assert score == pytest.approx(auto.get(key, 0.0) + manual.get(key, 0.0), abs=1e-6), key
 
     totals = _csv(folder / "totals.csv")
-    assert list(totals[0].keys()) == ["student_id", "total", "max_total"] + [a.id for a in course.assignments]
+    assert list(totals[0].keys()) == (["student_id", "total", "max_total"] + [a.id for a in course.assignments]
+                                      + [f"{a.id}_late_penalty" for a in course.assignments])
     for row in totals:
         per = [float(row[a.id]) for a in course.assignments]
         assert float(row["total"]) == pytest.approx(sum(per), abs=1e-6)

@@ -31,6 +31,10 @@ def edit(root, change):
 TLS = {"ca": "ca.pem", "cert": "client.pem", "key": "client-key.pem"}
 
 
+def first_assignment(data):
+    return next(iter(data["assignments"].values()))
+
+
 def first_part(data):
     assignment = next(iter(data["assignments"].values()))
     return assignment, next(iter(assignment["parts"].values()))
@@ -61,6 +65,19 @@ def test_the_course_loads(course):
     (lambda d: d.update(cluster_tls={"ca": "ca.pem", "cert": "client.pem"}), ["cluster_tls.key", "missing"]),
     (lambda d: d.update(cluster_tls=dict(TLS, ca=3)), ["cluster_tls.ca", "must be a file's path", "3"]),
     (lambda d: d.update(cluster_tls=dict(TLS, password="x")), ["cluster_tls.password", "unknown key"]),
+    (lambda d: first_assignment(d).__setitem__("due", "next friday"), ["attention.due", "must be a date and time"]),
+    (lambda d: first_assignment(d).__setitem__("due", "2026-12-08T23:59:00"), ["attention.due", "no UTC offset"]),
+    (lambda d: d.update(late={"penalty_per_day": 10}), ["late.penalty_per_day", "at most 1", "10"]),
+    (lambda d: d.update(late={"per_day": 0.1}), ["late.per_day", "unknown key"]),
+    (lambda d: d.update(late={"grace_minutes": -5}), ["late.grace_minutes", "must be >= 0"]),
+    (lambda d: d.update(late={"zero_after_days": 0}), ["late.zero_after_days", "must be > 0"]),
+    (lambda d: d.update(extensions={"alice": {"attention": "2026-12-10T23:59:00+00:00"}}),
+     ["extensions.alice.attention", "attention has no due: date"]),
+    (lambda d: (first_assignment(d).__setitem__("due", "2026-12-08T23:59:00+00:00"),
+                d.update(extensions={"alice": {"attention": "2026-12-01T23:59:00+00:00"}})),
+     ["extensions.alice.attention", "is before attention's due date"]),
+    (lambda d: d.update(extensions={"alice": {"atention": "2026-12-10T23:59:00+00:00"}}),
+     ["extensions.alice.atention", "unknown key"]),
 ])
 def test_each_mistake_is_one_clear_line(course_copy, change, words):
     path = edit(course_copy, change)
@@ -144,3 +161,16 @@ def test_the_clusters_keys_are_never_made_inside_the_course(capsys):
     assert cli.main(["cluster", "--certs", inside]) == 2
     assert "inside the course folder, where `git add -A` would commit the keys" in capsys.readouterr().err
     assert not os.path.exists(inside)
+
+
+def test_due_dates_late_policy_and_extensions_load_in_utc(course_copy):
+    def change(data):
+        first_assignment(data)["due"] = "2026-12-09T00:59:00+01:00"
+        data["late"] = {"grace_minutes": 15, "penalty_per_day": 0.1, "max_penalty": 0.5, "zero_after_days": 7}
+        data["extensions"] = {"alice": {"attention": "2026-12-10T23:59:00+00:00"}}
+    course = config.load(str(edit(course_copy, change)))
+    assert course.assignments[0].due.isoformat() == "2026-12-08T23:59:00"
+    assert course.assignments[1].due is None
+    assert course.late == config.LatePolicy(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5, zero_after_days=7)
+    assert course.extensions["alice"]["attention"].isoformat() == "2026-12-10T23:59:00"
+    assert config.load().late is None and config.load().extensions == {}

@@ -223,7 +223,7 @@ def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
     names = _ours(cfg)
     assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeReleaseFeedback", "SafeCsvExport",
                                                     "RestoreCells", "SanitizeMarkdown", "ApplyResults",
-                                                    "AddSelfCheckKit"}
+                                                    "AddSelfCheckKit", "CourseLatePenalties"}
     for name in names:
         assert isinstance(import_item(name), type), name
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700

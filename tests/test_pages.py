@@ -84,3 +84,28 @@ def test_the_cohort_report_shows_every_value_as_text_and_the_copied_code_side_by
                           f"public {ODD}", f"note = {ODD!r}")
     assert "pre" in page.tags and "mark" in page.tags
     assert all(value.startswith("data:image/png;base64,") for name, value in page.attributes if name == "src")
+
+
+def test_the_feedback_page_shows_each_written_answer_and_an_override_badged_by_its_score(course):
+    record = _record("ann", CHECKS)
+    written = {"answer_selection": {"score": 1.0, "max_score": 1.0, "graded": True, "comment": f"clear {ODD}"},
+               "answer_mask_order": {"score": 0.0, "max_score": 1.0, "graded": False, "comment": ""}}
+    html = feedback.feedback_page(record, course, written, {"softmax": 4.0})
+    page = _shown_as_text(html, "answer_selection", "1 / 1", f"clear {ODD}", "answer_mask_order", "not graded yet")
+    assert "0 / 1" not in "".join(page.text)
+    softmax = html.split('id="part-softmax"')[1].split("</h2>")[0]
+    assert "b-passed" in softmax and "partial" not in softmax and "4 / 4 (set by hand)" in softmax
+    nothing = feedback.feedback_page(record, course, {c: dict(w, graded=False) for c, w in written.items()})
+    assert "graded by hand: not graded yet" in nothing and "0 / 2" not in nothing
+    late = dict(record.__dict__, late={"due": "2026-12-08T23:59:00+00:00", "due_from": "due", "minutes_late": 130.0,
+                                       "submitted": "x", "rule": "10% per started day late, at most 50%",
+                                       "fraction": 0.1, "points": 0.15})
+    page = feedback.feedback_page(Submission(**late), course)
+    assert "2.2 hours after the due date" in page and "late penalty 0.15 points (10% of the points earned)" in page
+
+
+def test_the_cohort_histograms_count_a_score_set_by_hand(course):
+    record = _record("ann", [])
+    report = cohort_analysis.analyse(course, [record], gradebook={record.key: {"overrides": {"softmax": 4.0}}})
+    assert report.scores["attention"]["softmax"] == (4, [4.0])
+    assert cohort_analysis.analyse(course, [record]).scores["attention"]["softmax"] == (4, [1.5])

@@ -125,7 +125,8 @@ def test_parts_csv_has_exactly_the_columns(graded_demo):
         header = next(csv.reader(fh))
     assert header == list(exports.COLUMNS)
     statuses = {row["status"] for row in _grades(folder)}
-    assert statuses <= {"passed", "partial", "failed", "error", "timeout", "missing"}
+    assert statuses <= {"passed", "partial", "failed", "error", "timeout", "missing", "not attempted"}
+    assert {row["status"] for row in _grades(folder) if row["student"] == "untouched-stub"} == {"not attempted"}
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from autograder.nbgrader.plugins import SafeCsvExport
 from autograder.nbgrader.settings import settings
 
 _GENERIC_ERROR = re.compile(r"There was an error processing|Please see the|Traceback")
+_RAISED = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
 
 
 @contextlib.contextmanager
@@ -65,9 +66,11 @@ def _run(converter_cls: type[BaseConverter], cfg: Config, assignment_id: str, st
             log = stream.getvalue()
             # nbgrader's exception only points at "the above traceback": its log's first specific
             # error is the cause (e.g. no cells may be added once there are submissions)
-            cause = next((line[len("ERROR "):] for line in log.splitlines()
+            lines = log.splitlines()
+            raised = [line for line in lines if _RAISED.match(line)]     # a traceback's last line
+            cause = next((line[len("ERROR "):] for line in lines
                           if line.startswith("ERROR ") and not _GENERIC_ERROR.search(line)),
-                         (str(exc).splitlines() or [""])[0])
+                         raised[-1] if raised else (str(exc).splitlines() or [""])[0])
             raise NbgraderError(f"nbgrader {command} {assignment_id} failed: {cause}", log[-3000:]) from exc
 
 

@@ -6,11 +6,15 @@ formgrader's API does (:func:`set_manual_grade`).
 """
 
 import os
+from collections.abc import Iterable
+from typing import Any
 
 from nbgrader.api import Gradebook, MissingEntry
 
+from autograder import late
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.config import Course
+from autograder.results import Submission
 from autograder.nbgrader.settings import settings
 
 
@@ -59,6 +63,83 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
                     "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
                     "overrides": overrides}
     return found
+
+
+def stranded(course: Course, out: str) -> str | None:
+    """Why ``out``'s own SQLite gradebook would be lost (None when it would not): course.yaml's
+    ``db_url`` points elsewhere, so every export would read a gradebook without its hand grades."""
+    path = os.path.join(out, "gradebook.db")
+    if not course.db_url or not os.path.exists(path) or os.path.abspath(path) in course.db_url:
+        return None
+    return (f"{path} holds this folder's gradebook (the hand grades too) but course.yaml's db_url points at "
+            "another: copy it there first (sqlite3 gradebook.db .dump, or pgloader for PostgreSQL), then rename "
+            "gradebook.db to gradebook.db.moved; or take db_url: out of course.yaml")
+
+
+def release_mismatch(course: Course, out: str) -> str | None:
+    """Why ``out``'s gradebook cannot take the release in ``assignments/`` (None when it can):
+    an assignment with hand-ins whose released notebook has other grade or solution cells than
+    the gradebook's, which nbgrader refuses to change, so grading would score parts it cannot
+    record."""
+    from selfcheck.program import read_notebook
+    if not course.db_url and not os.path.exists(os.path.join(out, "gradebook.db")):
+        return None
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        for assignment in course.assignments:
+            name = os.path.splitext(assignment.notebook)[0]
+            try:
+                if not gb.assignment_submissions(assignment.id):
+                    continue
+                known = gb.find_notebook(name, assignment.id)
+            except MissingEntry:
+                continue
+            cells = {c.name for c in known.grade_cells} | {c.name for c in known.solution_cells}
+            nb = read_notebook(course.release(assignment, assignment.notebook))
+            released = {c["metadata"]["nbgrader"]["grade_id"] for c in nb["cells"]
+                        if c.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+                        and (c["metadata"]["nbgrader"].get("grade") or c["metadata"]["nbgrader"].get("solution"))}
+            if released != cells:
+                changed = sorted(released ^ cells)
+                return (f"the release of {assignment.id} and the gradebook in {out} disagree ({', '.join(changed)}): "
+                        "nbgrader cannot change the cells of an assignment that has hand-ins; put the "
+                        "release back (git checkout assignments/ solutions/) or grade into a new folder")
+    return None
+
+
+def set_due(course: Course, entry: Any, submission: Any) -> None:
+    """course.yaml's due date on nbgrader's assignment ``entry``, and the student's extension (as
+    nbgrader keeps one: time added to it) on their ``submission``."""
+    entry.duedate = course.assignment(entry.name).due
+    deadline, source = late.due(course, submission.student_id, entry.name)
+    submission.extension = deadline - entry.duedate if source == "extension" and entry.duedate else None
+
+
+def write_late(course: Course, out: str, records: Iterable[Submission]) -> None:
+    """Put course.yaml's due dates, each student's extension, each hand-in's time and the late
+    penalty of its record (:mod:`autograder.late`) in the gradebook, so nbgrader's export and
+    formgrader show what every export of the course shows."""
+    by_key = {r.key: r for r in records}
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        for assignment in course.assignments:
+            try:
+                entry = gb.find_assignment(assignment.id)
+            except MissingEntry:
+                continue
+            entry.duedate = assignment.due
+            notebook = os.path.splitext(assignment.notebook)[0]
+            for sub in gb.assignment_submissions(assignment.id):
+                set_due(course, entry, sub)
+                record = by_key.get((sub.student_id, assignment.id))
+                if record is None:
+                    continue
+                if record.submitted_at:
+                    sub.timestamp = late.parse_time(record.submitted_at)
+                try:
+                    nb = gb.find_submission_notebook(notebook, assignment.id, sub.student_id)
+                except MissingEntry:
+                    continue
+                nb.late_submission_penalty = record.late_points or None
+        gb.db.commit()
 
 
 def set_manual_grade(course: Course, out: str, student: str, assignment_id: str, cell: str, score: float,

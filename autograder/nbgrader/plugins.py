@@ -318,9 +318,9 @@ class SafeCsvExport(CsvExportPlugin):
                 except MissingEntry:
                     pass
                 else:
-                    penalty = submission.late_submission_penalty or 0.0
-                    row.update(timestamp=submission.timestamp or "", raw_score=submission.score,
-                               late_submission_penalty=penalty,
-                               score=max(0.0, submission.score - penalty))
+                    penalty = submission.late_submission_penalty or 0.0      # to 3 decimals, as totals.csv
+                    row.update(timestamp=submission.timestamp or "", raw_score=round(submission.score, 3),
+                               late_submission_penalty=round(penalty, 3),
+                               score=round(max(0.0, submission.score - penalty), 3))
                 rows.append({k: (v if isinstance(v, (int, float)) else str(v)) for k, v in row.items()})
         write_csv(self.to or "grades.csv", self.COLUMNS, rows)

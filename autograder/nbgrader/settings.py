@@ -65,11 +65,12 @@ def settings(course: Course, out: str | None = None) -> Config:
     c.Autograde.autograde_preprocessors = [
         _ours("preprocessors", "ApplyResults"),
         "nbgrader.preprocessors.SaveAutoGrades",
-        "nbgrader.preprocessors.AssignLatePenalties",
+        _ours("preprocessors", "CourseLatePenalties"),
         "nbgrader.preprocessors.CheckCellMetadata",
     ]
     c.ApplyResults.results_dir = os.path.join(out, "results")
     c.ApplyResults.course_yaml = os.path.abspath(course.path)
+    c.CourseLatePenalties.course_yaml = os.path.abspath(course.path)
     return c
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from autograder import cohort, grading, handin, similarity
-from autograder.reporting.exports import write_csv
+from autograder import cohort, grading, handin, late, similarity
+from autograder.reporting.exports import scored, write_csv
 from autograder.results import GRADER_ERROR
 from selfcheck.program import NotebookError, parse_notebook, read_notebook
 from selfcheck.wire import clean_text
@@ -130,9 +130,12 @@ def group_row(assignment: str, group: similarity.Group) -> dict:
                 len(group.members), value=group.score, detail=f"{len(group.pairs)} flagged pairs")
 
 
-def analyse(course: Course, records: Collection[Submission], submitted: str | None = None) -> Report:
+def analyse(course: Course, records: Collection[Submission], submitted: str | None = None,
+            gradebook: Mapping | None = None) -> Report:
     """The Report of a cohort's records (of the course's assignments); ``submitted`` (their
-    notebooks) adds similarity flags."""
+    notebooks) adds similarity flags, ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`)
+    the parts' scores set by hand, which the histograms count as the exports do."""
+    gradebook = gradebook or {}
     report = Report()
     for spec in course.assignments:
         assignment = spec.id
@@ -150,7 +153,8 @@ def analyse(course: Course, records: Collection[Submission], submitted: str | No
                     report.rows.append(_row("not graded", assignment, pid, record.student,
                                             value=part.status, detail=clean_text(part.reason, 400)))
                 if part.status != GRADER_ERROR:
-                    scores.setdefault(pid, (part.max_score, []))[1].append(part.score)
+                    overrides = gradebook.get(record.key, {}).get("overrides")
+                    scores.setdefault(pid, (part.max_score, []))[1].append(scored(part, overrides))
                 checks = part.checks
                 mistake, words = part.diagnosis
                 if mistake:
@@ -173,6 +177,9 @@ def analyse(course: Course, records: Collection[Submission], submitted: str | No
             report.rows.append(_row("check", assignment, pid, name, count, _share(count, n),
                                     value=visibility, detail=doc))
         for record in mine:
+            if record.late:
+                report.rows.append(_row("late", assignment, "", record.student, value=record.late_points,
+                                        detail=late.describe(record.late)))
             if record.seconds is not None:
                 report.rows.append(_row("time", assignment, "", record.student, value=record.seconds))
         if submitted:

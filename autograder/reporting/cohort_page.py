@@ -141,17 +141,19 @@ def page(course: Course, report: Report) -> str:
         "cohort.html", course=course, report=report, csv=CSV, row_key=_key,
         total=sum(report.cohort.values()), made=f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}",
         pictures=pictures, mistakes=mistakes, checks=report.section("check"), top_checks=TOP_CHECKS,
-        not_graded=report.section("not graded"), times=_times(report.section("time")),
+        not_graded=report.section("not graded"), late=report.section("late"), times=_times(report.section("time")),
         unread=report.section("not compared"), groups=_groups(report),
         common_share=f"{similarity.COMMON_SHARE:.0%}", common_at_least=similarity.COMMON_AT_LEAST)
 
 
-def write(course: Course, out: str, records: Collection[Submission], submitted: str | None = None) -> str:
+def write(course: Course, out: str, records: Collection[Submission], submitted: str | None = None,
+          gradebook: Mapping | None = None) -> str:
     """Write cohort_report.html and cohort_report.csv into ``out``; returns the page's path.
 
-    The submissions are read from ``submitted``, else from where the last batch read them."""
+    The submissions are read from ``submitted``, else from where the last batch read them;
+    ``gradebook`` adds the scores set by hand in formgrader."""
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
-    report = analyse(course, records, submitted if os.path.isdir(submitted) else None)
+    report = analyse(course, records, submitted if os.path.isdir(submitted) else None, gradebook)
     write_rows(out, report)
     path = os.path.join(out, HTML)
     with store.replacing(path, encoding="utf-8", errors="replace") as fh:

@@ -13,6 +13,7 @@ import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from autograder import late
 from autograder.store import replacing
 from selfcheck.wire import clean_text
 
@@ -62,8 +63,9 @@ def totals(course: Course, records: Collection[Submission], gradebook: Mapping |
 
     Every export takes a submission's autograded score from its result record, the one
     source of those; the gradebook adds only what people decided in formgrader: the answers
-    graded by hand, a part's score overridden by hand, and any late penalty. (nbgrader's own export, grades.csv, reads
-    the gradebook, which :mod:`autograder.pipeline` filled from the same records.)
+    graded by hand and a part's score overridden by hand. The late penalty is the record's
+    (:mod:`autograder.late`, worked out at this export), which the gradebook holds too, so
+    nbgrader's own export, grades.csv, gives the same scores.
     Only assignments somebody has handed in count: the others are left empty and stay out
     of ``max_total`` until they are released and handed in.
     """
@@ -80,14 +82,24 @@ def totals(course: Course, records: Collection[Submission], gradebook: Mapping |
             elif record is None:
                 row[a.id] = 0.0
             else:
-                nbgrader = gradebook.get(record.key, {})
-                by_hand = sum(w["score"] for w in nbgrader.get("written", {}).values())
-                auto = sum(scored(p, nbgrader.get("overrides")) for p in record.parts)
-                row[a.id] = round(auto + by_hand - nbgrader.get("penalty", 0.0), 3)
+                row[a.id] = round(earned(record, gradebook.get(record.key)) - record.late_points, 3)
+                row[late_column(a)] = record.late_points or ""
         row["total"] = round(sum(row[a.id] for a in course.assignments if row[a.id] != ""), 3)
         row["max_total"] = sum(max_points(a) for a in course.assignments if a.id in handed_in)
         out.append(row)
     return out
+
+
+def earned(record: Submission, nbgrader: Mapping | None = None) -> float:
+    """A submission's points before any late penalty: its parts (overrides applied) and its
+    answers graded by hand."""
+    nbgrader = nbgrader or {}
+    by_hand = sum(w["score"] for w in nbgrader.get("written", {}).values())
+    return sum(scored(p, nbgrader.get("overrides")) for p in record.parts) + by_hand
+
+
+def late_column(assignment: Assignment) -> str:
+    return f"{assignment.id}_late_penalty"
 
 
 def scored(part: PartResult, overrides: Mapping[str, float] | None = None) -> float:
@@ -100,7 +112,8 @@ def max_points(assignment: Assignment) -> float:
 
 
 def totals_columns(course: Course) -> list[str]:
-    return ["student_id", "total", "max_total"] + [a.id for a in course.assignments]
+    return (["student_id", "total", "max_total"] + [a.id for a in course.assignments]
+            + [late_column(a) for a in course.assignments])
 
 
 def write_totals(out: str, course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> str:
@@ -140,7 +153,8 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
     """A Gradescope autograder ``results.json`` for one submission.
 
     One test per graded part (its score, partial credit included) and one per
-    hand-graded answer (from the gradebook; 0 until graded); ``score`` is their sum.
+    hand-graded answer (from the gradebook; 0 until graded), and the late penalty's negative
+    points when it was late; ``score`` is their sum.
     """
     titles = {} if course is None else \
         {given.id: given.title for given in course.assignment(record.assignment).parts}
@@ -157,6 +171,10 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
                            ("graded by hand in formgrader" + (f": {grade['comment']}" if grade.get("comment") else ""))
                            if grade["graded"] else "not graded yet",
                            [record.assignment, "written"], graded=grade["graded"]))
+    if record.late:
+        tests.append({"name": "late penalty", "number": "late", "score": -record.late_points, "max_score": 0,
+                      "output": late.describe(record.late), "visibility": "visible",
+                      "tags": [record.assignment, "late"]})
     output = (f"Could not be graded: {record.problem}" if record.problem
               else f"{record.assignment}: graded by the course's hidden and public suites")
     return {"score": round(sum(t["score"] for t in tests), 3), "output": output,

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from autograder import late
 from autograder.reporting import pages
 from autograder.reporting.exports import scored
 
@@ -35,9 +36,13 @@ def _failed(check: Check) -> dict:
 
 
 def _part(part: PartResult, title: str, overrides: Mapping[str, float]) -> dict:
-    points = f"{scored(part, overrides):g} / {part.max_score:g}" + (" (set by hand)" if part.part in overrides else "")
+    score = scored(part, overrides)
+    points = f"{score:g} / {part.max_score:g}" + (" (set by hand)" if part.part in overrides else "")
+    status = part.status
+    if part.part in overrides:      # the instructor's score decides its badge, not the grader's verdict
+        status = "passed" if score >= part.max_score - 1e-9 else ("failed" if score <= 1e-9 else "partial")
     failing = [c for c in part.checks if c.status != "passed"]
-    return {"id": part.part, "title": title, "status": part.status, "reason": part.reason, "points": points,
+    return {"id": part.part, "title": title, "status": status, "reason": part.reason, "points": points,
             "checks": part.checks, "failing": [_failed(c) for c in failing],
             "failing_public": [c for c in failing if c.visibility == "public"],
             "passed": [c for c in part.checks if c.status == "passed"], "test_file": f"test_{part.part}.py"}
@@ -47,7 +52,9 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
                   overrides: Mapping[str, float] | None = None) -> str:
     """One self-contained HTML page (no network, no scripts, no external assets) for one submission.
 
-    ``written`` (grade id -> {"score", "max_score", "graded"}) adds the hand-graded answers;
+    ``written`` (grade id -> {"score", "max_score", "graded", "comment"}) adds the hand-graded
+    answers, each with its score (or "not graded yet") and the TA's comment; the record's late
+    penalty is said above the parts;
     ``overrides`` (part -> score) the parts' scores an instructor set in formgrader.
     """
     overrides = overrides or {}
@@ -59,10 +66,12 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
     if written:
         done = [w for w in written.values() if w["graded"]]
         by_hand = {"score": sum(w["score"] for w in done), "all_graded": len(done) == len(written),
-                   "max_score": sum(w["max_score"] for w in written.values())}
+                   "any_graded": bool(done), "max_score": sum(w["max_score"] for w in written.values()),
+                   "answers": [{"cell": cell, **w, "comment": w.get("comment") or ""}
+                               for cell, w in written.items()]}
     return pages.render("feedback.html", record=record, total=total, possible=possible,
                         percent=100 * total / possible if possible else 0, colour=_colour(total, possible),
-                        written=by_hand, parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
+                        written=by_hand, late=late.describe(record.late), parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
 
 
 def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,

@@ -122,3 +122,25 @@ def diff_table(rows_: Sequence[tuple], everything: bool = False) -> str:
     changed = sum(1 for r in rows_ if r[3] is not None and abs(r[3] - r[4]) > 1e-9)
     lines.append(f"{changed} of {len(rows_)} part scores changed")
     return "\n".join(lines)
+
+
+def read_totals(path: str) -> dict[str, str]:
+    """student -> total, from a totals.csv (empty when there is none yet)."""
+    import csv
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            return {row["student_id"]: row["total"] for row in csv.DictReader(fh)}
+    except (OSError, KeyError):
+        return {}
+
+
+def totals_diff(old: Mapping[str, str], new: Mapping[str, str]) -> str:
+    """The students whose total in totals.csv changed, old and new; those alone."""
+    changed = sorted(s for s in set(old) | set(new) if old.get(s) != new.get(s))
+    if not changed:
+        return f"no total changed ({len(new)} students)"
+    width = max(len("student"), *(len(s) for s in changed))
+    lines = [f"{'student':<{width}}  {'old total':>9}  {'new total':>9}", f"{'-' * width}  {'-' * 9}  {'-' * 9}"]
+    lines += [f"{s:<{width}}  {old.get(s, '-'):>9}  {new.get(s, '-'):>9}" for s in changed]
+    lines.append(f"{len(changed)} of {len(new)} totals changed")
+    return "\n".join(lines)

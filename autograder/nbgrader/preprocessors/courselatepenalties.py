@@ -1,0 +1,35 @@
+"""autograde: the late penalty course.yaml sets, where nbgrader's AssignLatePenalties would apply its own.
+
+nbgrader's penalty methods are none or zero, and its due dates live in the gradebook alone; this
+puts course.yaml's due date and the student's extension in the gradebook and takes the penalty
+from :func:`autograder.late.points_taken` on the notebook's score, the one every export of the
+course applies. So plain ``nbgrader autograde`` and formgrader's Autograde button give the same
+penalty as ``course grade``.
+"""
+
+from nbformat import NotebookNode
+from nbgrader.api import Gradebook
+from nbgrader.preprocessors import NbGraderPreprocessor
+from traitlets import Unicode
+
+from autograder import config, late
+from autograder.nbgrader.gradebook import set_due
+
+
+class CourseLatePenalties(NbGraderPreprocessor):
+    """Set the notebook's late penalty by course.yaml's policy, due dates and extensions."""
+
+    course_yaml = Unicode("", help="the course's course.yaml").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        course = config.load(self.course_yaml or None)
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            submission = gb.find_submission(info["assignment"], info["student"])
+            set_due(course, gb.find_assignment(info["assignment"]), submission)
+            gb.db.commit()
+            notebook = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
+            taken = late.points_taken(course.late, submission.total_seconds_late, notebook.score)
+            notebook.late_submission_penalty = taken or None
+            gb.db.commit()
+        return nb, resources

@@ -1,0 +1,81 @@
+"""The class list, ``roster.csv`` beside course.yaml (optional): who each student id is.
+
+``id,first_name,last_name,email,section,sis_id``, one row per student, ``id`` as the student's
+folder in ``submitted/`` (their account name); the other columns may be empty. It fills
+nbgrader's student table (formgrader shows names, not "None, None") and the LMS files
+(:mod:`autograder.reporting.lms`), which match students by SIS id or email.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from autograder.errors import CourseError
+
+if TYPE_CHECKING:
+    from autograder.config import Course
+
+NAME = "roster.csv"
+COLUMNS = ("id", "first_name", "last_name", "email", "section", "sis_id")
+
+
+@dataclass(frozen=True)
+class Student:
+    id: str
+    first_name: str = ""
+    last_name: str = ""
+    email: str = ""
+    section: str = ""
+    sis_id: str = ""
+
+    @property
+    def sortable_name(self) -> str:
+        """As Canvas shows a student: "Last, First" (the id when the roster has no name)."""
+        return ", ".join(n for n in (self.last_name, self.first_name) if n) or self.id
+
+
+def load(course: Course) -> dict[str, Student]:
+    """id -> Student from the course's roster.csv; {} when there is none. A roster whose header
+    is not COLUMNS (in any order, ``id`` required) or that names a student twice stops with one line."""
+    path = os.path.join(course.root, NAME)
+    try:
+        fh = open(path, newline="", encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    with fh:
+        reader = csv.DictReader(fh)
+        header = reader.fieldnames or []
+        unknown = [h for h in header if h not in COLUMNS]
+        if "id" not in header or unknown:
+            raise CourseError(f"{NAME}: the header must be some of {','.join(COLUMNS)} with id among them "
+                              f"(found {','.join(header) or 'nothing'})")
+        found: dict[str, Student] = {}
+        for line, row in enumerate(reader, start=2):
+            sid = (row.get("id") or "").strip()
+            if not sid:
+                raise CourseError(f"{NAME}, line {line}: no id")
+            if sid in found:
+                raise CourseError(f"{NAME}, line {line}: {sid} is listed twice")
+            found[sid] = Student(**{k: (row.get(k) or "").strip() for k in COLUMNS if k in header})
+    return found
+
+
+def person(roster: dict[str, Student], student: str) -> Student:
+    """The roster's entry for ``student``, or one with the id alone."""
+    return roster.get(student) or Student(student)
+
+
+def fill_gradebook(course: Course, out: str, roster: dict[str, Student]) -> None:
+    """Put the roster's names and emails in nbgrader's student table of ``out``'s gradebook."""
+    if not roster:
+        return
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader.settings import settings
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        for entry in roster.values():
+            gb.update_or_create_student(entry.id, first_name=entry.first_name or None,
+                                        last_name=entry.last_name or None, email=entry.email or None)

@@ -1,0 +1,111 @@
+"""What an instructor reads in the morning (``course status``) and one student's term
+(``course history``), made from the records, their history, the gradebook and the last export."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+from typing import TYPE_CHECKING
+
+from autograder import grading, late, store, versions
+from autograder.errors import NoSubmissions
+from autograder.reporting import exports, terminal
+
+if TYPE_CHECKING:
+    from autograder.config import Course
+    from autograder.results import Submission
+
+
+def _final(record: Submission) -> float:
+    """Its autograded points less its late penalty (hand grades are the gradebook's)."""
+    return round(record.score - record.late_points, 3)
+
+
+def _what_changed(old: Submission | None, new: Submission) -> str:
+    if old is None:
+        return "first graded"
+    said = []
+    if old.sha256 != new.sha256:
+        said.append("notebook")
+    if old.grader != new.grader:
+        said.append("grader")
+    if old.max_score != new.max_score:
+        said.append(f"points {old.max_score:g} -> {new.max_score:g}")
+    elif old.suites != new.suites:
+        said.append("suites")
+    if (old.late or {}) != (new.late or {}):
+        said.append("late policy or due date" if old.submitted_at == new.submitted_at else "hand-in time")
+    return ", ".join(said) or "nothing (graded again)"
+
+
+def history(course: Course, out: str, student: str) -> str:
+    """Per assignment, each result the student had, oldest first: when, score, what changed."""
+    lines = []
+    for assignment in course.assignments:
+        current = store.read_result(out, student, assignment.id)
+        records = store.history(out, student, assignment.id) + ([current] if current else [])
+        if not records:
+            continue
+        lines.append(f"{assignment.id}:")
+        previous = None
+        for record in records:
+            late_note = f" (late: -{record.late_points:g})" if record.late_points else ""
+            lines.append(f"  {record.graded_at or '?':<25} {_final(record):>6g} / {record.max_score:<4g}"
+                         f"{late_note}  {_what_changed(previous, record)}")
+            previous = record
+    if not lines:
+        raise NoSubmissions(f"{out} holds no results of {student}")
+    return "\n".join(lines)
+
+
+def _similar(out: str) -> list[str]:
+    try:
+        with open(os.path.join(out, "cohort_report.csv"), newline="", encoding="utf-8") as fh:
+            rows = [r for r in csv.DictReader(fh) if r["section"] == "similarity"]
+    except OSError:
+        return []
+    return [f"  {r['assignment']}: {r['item']} ({float(r['value']):.0%} of their own code alike)" for r in rows]
+
+
+def status(course: Course, out: str, submitted: str | None = None) -> str:
+    """Hand-ins not graded yet, late ones, written answers not graded, grader errors, similarity
+    flags and the totals the next export would change."""
+    from autograder.nbgrader import gradebook as nbgrader_gradebook
+    submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
+    records = store.load_results(out)
+    by_key = {r.key: r for r in records}
+    try:
+        tasks = grading.find_submissions(course, submitted)
+    except NoSubmissions:
+        tasks = []
+    ungraded = [f"  {t.student}/{t.assignment}: {why}" for t in tasks
+                if (why := versions.stale(course, by_key.get(t.key), t.path))]
+    try:
+        scores = nbgrader_gradebook.scores(course, out)
+    except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
+        scores = {}
+    records = [dataclasses.replace(r, late=late.current(course, r, exports.earned(r, scores.get(r.key))))
+               for r in records]
+    lates, unmarked = [], []
+    for record in sorted(records, key=lambda r: r.key):
+        if record.late:
+            lates.append(f"  {record.student}/{record.assignment}: {late.describe(record.late)}")
+        written = scores.get(record.key, {}).get("written", {})
+        todo = [cell for cell, w in written.items() if not w["graded"]]
+        if todo:
+            unmarked.append(f"  {record.student}/{record.assignment}: {', '.join(todo)}")
+    errors = [f"  {r.student}/{r.assignment}: {r.problem}" for r in records if r.grader_error]
+    before = terminal.read_totals(os.path.join(out, "totals.csv"))
+    now_totals = {}
+    for row in exports.totals(course, records, scores):
+        now_totals[row["student_id"]] = f"{row['total']:g}"
+    pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
+    sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
+                ("written answers not graded yet in formgrader", unmarked), ("grader errors", errors),
+                ("similarity flags (cohort_report.html)", _similar(out)),
+                ("totals the next `course export` changes",
+                 [f"  {s}: {before.get(s, '-')} -> {t}" for s, t in sorted(pending.items())])]
+    return "\n".join(f"{title}: {len(items) or 'none'}" + "".join("\n" + i for i in items)
+                     for title, items in sections)
+
