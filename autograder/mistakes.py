@@ -10,21 +10,28 @@ as data (docs/mistakes.json); ``page`` renders docs/mistakes.md from that data.
 ``course mistakes`` writes both; tests/test_mutants.py keeps them current.
 """
 
+from __future__ import annotations
+
 import concurrent.futures as cf
 import json
 import multiprocessing
 import os
 import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from autograder import cohort
 from autograder.grading import grade_submission
 from selfcheck.program import grade_id, read_notebook, source
 
+if TYPE_CHECKING:
+    from autograder.config import Assignment, Course, Part
+
 PAGE = os.path.join("docs", "mistakes.md")
 DATA = os.path.join("docs", "mistakes.json")
 
 
-def cases(course, assignment, part):
+def cases(course: Course, assignment: Assignment, part: Part) -> list[tuple[str, str, dict]]:
     """(kind, name, entry) of the part: its mistakes, its held-out mistakes, its correct variants, 'only this
     part' and the stub."""
     mistakes, correct = cohort.catalogue(course, part.id)
@@ -50,7 +57,8 @@ def _grade(task):
     return result
 
 
-def grade_catalogue(course, folder, jobs=2, prepare=None):
+def grade_catalogue(course: Course, folder: str, jobs: int = 2,
+                    prepare: Callable[[dict, Part], dict] | None = None) -> dict[str, list]:
     """part id -> [(assignment, kind, name, entry, notebook path, result)] for every catalogue entry.
 
     ``prepare(nb, part)``, when given, changes each notebook before it is graded (the mutation
@@ -74,7 +82,7 @@ def grade_catalogue(course, folder, jobs=2, prepare=None):
     return by_part
 
 
-def catalogue(course, by_part):
+def catalogue(course: Course, by_part: dict[str, list]) -> dict:
     """docs/mistakes.json: per part, every catalogued mistake, the id it should be diagnosed as, the id
     and words the grader gave, its first line at grading and the first public check that fails."""
     parts = []
@@ -96,12 +104,12 @@ def catalogue(course, by_part):
     return {"parts": parts, "held_out_named": named_share(parts, "held_out")}
 
 
-def names_it(entry):
+def names_it(entry: dict) -> bool:
     """The part's first sentence names this mistake: it starts with a diagnosis whose id is the entry's."""
     return entry["reason"].startswith("Likely mistake:") and entry["mistake"] in (entry["diagnosed"] or "").split(" or ")
 
 
-def named_share(parts, key):
+def named_share(parts: list[dict], key: str) -> list[int]:
     """(named, of how many) over the entries under ``key`` of every part."""
     entries = [entry for part in parts for entry in part[key]]
     return [sum(1 for entry in entries if names_it(entry)), len(entries)]
@@ -111,7 +119,7 @@ def _quote(text):
     return "\n".join("> " + line for line in text.splitlines()) or "> (nothing)"
 
 
-def page(data):
+def page(data: dict) -> str:
     """docs/mistakes.md from docs/mistakes.json: per part, every catalogued mistake and the exact words a
     student gets."""
     lines = ["# What a student sees for each catalogued mistake", "",
@@ -145,7 +153,7 @@ def page(data):
     return "\n".join(lines).rstrip() + "\n"
 
 
-def write(course, data):
+def write(course: Course, data: dict) -> list[str]:
     """Write docs/mistakes.json and the page rendered from it; returns their paths."""
     paths = []
     for name, text in ((DATA, json.dumps(data, indent=1, ensure_ascii=False) + "\n"), (PAGE, page(data))):
@@ -157,7 +165,7 @@ def write(course, data):
     return paths
 
 
-def comparable(text):
+def comparable(text: str) -> str:
     """Text with every number blanked: float rounding differs a little between machines, and the
     mutation check grades with a patch at the top of a cell, which moves the line numbers."""
     return re.sub(r"\d+", "#", text)

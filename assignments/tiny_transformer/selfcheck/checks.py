@@ -8,6 +8,9 @@ likely mistake travels as data beside the words (``diagnosis`` and the catalogue
 ``mistake`` id), so nothing downstream ever reads it back out of a message.
 """
 
+from collections.abc import Callable, Sequence
+from typing import Any
+
 import numpy as np
 
 EPS32 = float(np.finfo(np.float32).eps)     # 1.19e-7: the precision a float32 result has
@@ -21,27 +24,27 @@ class CheckFailed(AssertionError):
     ``mistake`` (the id under which the catalogue of mistakes lists it) name the mistake the answer
     shows, when it shows one."""
 
-    def __init__(self, finding, diagnosis=None, mistake=None):
+    def __init__(self, finding: str, diagnosis: str | None = None, mistake: str | None = None) -> None:
         super().__init__(said(finding, diagnosis))
         self.finding, self.diagnosis, self.mistake = finding, diagnosis, mistake
 
 
-def said(finding, diagnosis):
+def said(finding: str, diagnosis: str | None) -> str:
     """A failure as the student reads it: what came back, then the likely mistake."""
     return f"{finding.rstrip('.')}. Likely mistake: {diagnosis}." if diagnosis else finding
 
 
-def label(doc, params=None):
+def label(doc: str | None, params: dict | None = None) -> str:
     """What a check checks, in words: the first line of its docstring, with a parametrised case's
     parameters filled in (``{case}``), so that every case of one test reads as its own check."""
     first = (doc or "").strip().splitlines()[0] if (doc or "").strip() else ""
     return first.format(**params) if params and "{" in first else first
 
 
-def weight(n):
+def weight(n: float) -> Callable[[Callable], Callable]:
     """Decorator: this check counts ``n`` times in its part's partial credit."""
-    def mark(fn):
-        fn.weight = n
+    def mark(fn: Callable) -> Callable:
+        setattr(fn, "weight", n)
         return fn
     return mark
 
@@ -56,7 +59,7 @@ def _number(x, digits):
     return f"{x:.{digits}f}"
 
 
-def fmt(value, digits=4, limit=12, start=0):
+def fmt(value: Any, digits: int = 4, limit: int = 12, start: int = 0) -> str:
     """A short, readable rendering of a number or an array (1.2e+09, not 1234567890.0000); a long
     array shows its shape and six entries from flat index ``start`` on."""
     try:
@@ -78,7 +81,7 @@ def fmt(value, digits=4, limit=12, start=0):
     return text.replace("\n", " ")
 
 
-def as_array(got, what):
+def as_array(got: Any, what: str) -> np.ndarray:
     """The answer as a float array, or a failure that says what came back instead."""
     if got is None:
         raise CheckFailed(f"{what}: nothing came back (None). Is a `return` missing?")
@@ -88,7 +91,7 @@ def as_array(got, what):
         raise CheckFailed(f"{what}: expected numbers, got {fmt(got)}") from None
 
 
-def tolerance(expected, *, scale=None, rtol=RTOL, atol=ATOL):
+def tolerance(expected: Any, *, scale: float | None = None, rtol: float = RTOL, atol: float = ATOL) -> float:
     """How far a correct answer may be from ``expected``, entry by entry.
 
     |got - expected| <= rtol |expected| + atol + FLOAT32_ULPS * EPS32 * scale.
@@ -137,7 +140,9 @@ def _matches(got, candidate, **tol):
     return _within(got, cand, **tol)
 
 
-def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=None, rtol=RTOL, atol=ATOL):
+def close(got: Any, expected: Any, what: str, *, source: str | None = None, reveal: bool = True,
+          mistakes: Sequence[tuple] = (), scale: float | None = None, rtol: float = RTOL,
+          atol: float = ATOL) -> np.ndarray:
     """``got`` equals ``expected`` within :func:`tolerance`, with the same shape.
 
     ``source`` names where the expected value comes from (e.g. "chapter, step 1");
@@ -147,7 +152,7 @@ def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=N
     when several match, the input cannot tell them apart and all are named.
     """
     arr = as_array(got, what)
-    tol = {"scale": scale, "rtol": rtol, "atol": atol}
+    tol: dict[str, Any] = {"scale": scale, "rtol": rtol, "atol": atol}
     if _within(arr, expected, **tol):
         return arr
     exp = np.asarray(expected, dtype=float)
@@ -171,7 +176,8 @@ def close(got, expected, what, *, source=None, reveal=True, mistakes=(), scale=N
                       " or ".join(dict.fromkeys(key for key, _ in named)) or None)
 
 
-def equal(got, expected, what, *, source=None, reveal=True, mistakes=()):
+def equal(got: Any, expected: Any, what: str, *, source: str | None = None, reveal: bool = True,
+          mistakes: Sequence[tuple] = ()) -> None:
     """Exact equality, for integers, booleans and strings."""
     if isinstance(expected, np.ndarray) or isinstance(got, np.ndarray):
         same = np.shape(got) == np.shape(expected) and bool(np.all(np.asarray(got) == expected))
@@ -199,14 +205,14 @@ def _plain(value):
     return repr(value)
 
 
-def that(condition, message, diagnosis=None, mistake=None):
+def that(condition: Any, message: str, diagnosis: str | None = None, mistake: str | None = None) -> None:
     """A property check: ``message`` says what should hold and what came back; ``diagnosis`` and
     ``mistake`` name the mistake that breaks it, when the check knows it."""
     if not condition:
         raise CheckFailed(message, diagnosis, mistake)
 
 
-def implied_scale(weights, raw_scores):
+def implied_scale(weights: Any, raw_scores: Any) -> float | None:
     """What the raw scores were divided by, read back from softmax weights; None when unreadable.
 
     Within a row, log w_j - log w_k = (s_j - s_k) / scale for any two keys with
@@ -236,7 +242,8 @@ def implied_scale(weights, raw_scores):
     return float(np.median(found)) if found else None
 
 
-def scale_mistake(weights, raw_scores, d_k, width="d_k", **others):
+def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",
+                  **others: int) -> tuple[str, str] | None:
     """The likely mistake when the weights show scores divided by something other than sqrt(d_k).
 
     ``others`` names sizes a student may have used instead, for example
@@ -266,7 +273,7 @@ def _same(sent, back):
     return back.shape == sent.shape and np.array_equal(back, sent, equal_nan=sent.dtype.kind == "f")
 
 
-def central_differences(values, shapes, eps):
+def central_differences(values: Any, shapes: Any, eps: float) -> Any:
     """Numerical gradients from measured values: ``values`` holds, for each key of ``shapes`` and
     each flat index, f(+eps) then f(-eps), in that order (see the projection_removal probes)."""
     values = np.asarray(values, dtype=float)
@@ -279,7 +286,7 @@ def central_differences(values, shapes, eps):
     return out
 
 
-def gradient_mistake(none):
+def gradient_mistake(none: Sequence[str]) -> tuple[str | None, str | None]:
     """(mistake id, words) for the parameters that got no gradient (their names, such as "out.weight"):
     one projection that takes no part in the output, or else a graph cut by leaving the framework."""
     owners = {key.split(".")[0] for key in none}
@@ -294,7 +301,7 @@ def gradient_mistake(none):
                          "Tensor operations (@, .transpose, *, the mask and softmax layers)")
 
 
-def unchanged(student, name, *args, what=None):
+def unchanged(student: Any, name: str, *args: Any, what: str | None = None) -> Any:
     """Call ``name`` and check it left its array arguments as they were; returns its answer.
 
     The student's process sends back the arguments as they are after the call;

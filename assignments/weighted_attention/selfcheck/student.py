@@ -43,6 +43,7 @@ import subprocess
 import sys
 import time
 import uuid
+from typing import Any
 
 from selfcheck import causes, wire
 from selfcheck.checks import said
@@ -70,7 +71,7 @@ class StudentError(Exception):
     (see :mod:`selfcheck.causes`) names a known cause the error showed where it was raised; its
     ``diagnosis`` and ``mistake`` follow from it, and its text ends with the diagnosis."""
 
-    def __init__(self, kind, message, cause=None):
+    def __init__(self, kind: str, message: str, cause: str | None = None) -> None:
         self.mistake, self.diagnosis = causes.diagnosis(cause)
         super().__init__(said(message, self.diagnosis))
         self.kind = kind
@@ -130,8 +131,9 @@ def _signal_name(code):
 class Student:
     """A notebook's code running in a process of its own."""
 
-    def __init__(self, program, *, workdir, limits: Limits, budget: bool = False, jail: Jail | None = None,
-                 label="your notebook", stand_ins=None, serve=None, max_timeouts=MAX_TIMEOUTS):
+    def __init__(self, program: Any, *, workdir: str, limits: Limits, budget: bool = False,
+                 jail: Jail | None = None, label: str = "your notebook", stand_ins: Any = None, serve: Any = None,
+                 max_timeouts: int | None = MAX_TIMEOUTS):
         """``budget``: all the calls together may use ``limits.time_per_part`` (one part at grading;
         the student's own self-check runs every part in one process, the stand-ins answer for all)."""
         if not isinstance(program, Program):
@@ -139,7 +141,7 @@ class Student:
         self._cells = [list(c) for c in program.cells]
         self._given_cells = list(program.given)
         self._given_names = set(program.given_names)
-        self._given = None
+        self._given: dict[str, Any] | None = None
         self._workdir = os.path.abspath(workdir)
         self.time_limit = float(limits.time_per_test)
         self.budget = float(limits.time_per_part) if budget else None
@@ -232,11 +234,11 @@ class Student:
                                  cell=wire.clean_text(e.get("cell", ""), 200))
                             for e in reply.get("errors", []) if isinstance(e, dict)]
 
-    def start(self):
+    def start(self) -> None:
         """Start the process now (a stand-ins' process is started before it is needed)."""
         self._ensure()
 
-    def begin(self):
+    def begin(self) -> None:
         """Start the process without waiting for it: Python and numpy load in it while the caller
         does something else (collects the suites); the cells load at the first call."""
         if self._proc is None and self.broken is None:
@@ -266,7 +268,7 @@ class Student:
             said = ""
         return wire.clean_text(said.splitlines()[-1] if said else f"it exited with {self._proc.returncode}", 300)
 
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> float | None:
         """CPU seconds the current process (with everything it started) has used, as its sandbox
         counts them, and the stand-ins it called since they were ready; None: not counted here."""
         if self._meter is None:
@@ -287,7 +289,7 @@ class Student:
             self._spent += now - self._seen
             self._seen = now
 
-    def close(self):
+    def close(self) -> None:
         """Kill the process (and the stand-ins' process) and everything they started."""
         with contextlib.suppress(InfrastructureError):      # a count that fails must not stop the kill
             self._charge()
@@ -479,7 +481,7 @@ class Student:
             self.broken = exc
             raise
 
-    def call(self, name, *args, probe=None, **kwargs):
+    def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
         """Call ``name`` in the student's process and return its plain-data answer."""
         self._ensure()
         what = f"running {probe + '.' if probe else ''}{name}"
@@ -494,11 +496,11 @@ class Student:
         except wire.WireError as exc:
             raise StudentError("error", f"`{name}` returned {exc}") from None
 
-    def probe(self, module, name, *args, **kwargs):
+    def probe(self, module: str, name: str, *args: Any, **kwargs: Any) -> Any:
         """Run a measurement from ``selfcheck.probes.<module>`` beside the student's code."""
         return self.call(name, *args, probe=module, **kwargs)
 
-    def given(self):
+    def given(self) -> Any:
         """The given cells, run on this side, calling the student's functions remotely."""
         if self._given is None:
             ns = {"__name__": "given"}
@@ -542,17 +544,17 @@ class Student:
 class LocalStudent:
     """The same interface over a namespace in this process (the notebook's own check)."""
 
-    def __init__(self, namespace):
+    def __init__(self, namespace: dict) -> None:
         self._ns = namespace
-        self.load_errors = []
+        self.load_errors: list = []
 
-    def call(self, name, *args, probe=None, **kwargs):
+    def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
         args = wire.loads(wire.dumps(list(args)))
         kwargs = wire.loads(wire.dumps(kwargs))
         if probe:
             import importlib
             fn = getattr(importlib.import_module(f"selfcheck.probes.{probe}"), name)
-            args = [self._ns] + args
+            args = (self._ns, *args)
         else:
             fn = self._ns.get(name)
             if not callable(fn):
@@ -568,10 +570,10 @@ class LocalStudent:
         except wire.WireError as exc:
             raise StudentError("error", f"`{name}` returned {exc}") from None
 
-    def probe(self, module, name, *args, **kwargs):
+    def probe(self, module: str, name: str, *args: Any, **kwargs: Any) -> Any:
         return self.call(name, *args, probe=module, **kwargs)
 
-    def close(self):
+    def close(self) -> None:
         pass
 
     def __getattr__(self, name):
