@@ -24,13 +24,14 @@ from autograder.config import Assignment, Course
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook, source
 
 
-def as_released(raw: bytes, release: dict) -> tuple[bytes | None, str | None]:
+def as_released(raw: bytes, release: dict, outputs: bool = False) -> tuple[bytes | None, str | None]:
     """The notebook ``raw`` as nbgrader may read it, and why it cannot be this release's hand-in
     (None when it can), as grading decides.
 
     It is a plain nbformat 4 notebook whatever the hand-in held, so nbgrader's validation never
     refuses it (a refused one would be a 0 in the gradebook beside the course's score): each cell
-    only its type, id, source and no outputs, the release's notebook metadata.
+    only its type, id, source and no outputs, the release's notebook metadata. With ``outputs``
+    (an autograded notebook, whose test cells hold the course grader's verdicts) code cells keep theirs.
     Its cells carry the release's nbgrader metadata (grade id, flags, points), never their own:
     the first cell with a grade id of the release keeps its place and the student's source,
     and a later cell with the same id, a cell whose id the release does not have or whose type
@@ -55,6 +56,8 @@ def as_released(raw: bytes, release: dict) -> tuple[bytes | None, str | None]:
                                "id": _cell_id(cell, number, ids), "metadata": metadata, "source": source(cell)}
         if new["cell_type"] == "code":
             new.update(execution_count=None, outputs=[])
+            if outputs and kind == "code" and isinstance(cell.get("outputs"), list):
+                new["outputs"] = copy.deepcopy(cell["outputs"])
         if new["cell_type"] == "markdown" and _attachments(cell.get("attachments")):
             new["attachments"] = copy.deepcopy(cell["attachments"])    # an image pasted into an answer
         if gid in released and gid not in seen and kind == released[gid]["cell_type"]:
@@ -108,7 +111,7 @@ def read_handin(base: str, student: str, assignment: str, release_dir: str,
             released = os.path.join(release_dir, name)
             try:
                 data, why = as_released(handin.read_at(fd, name, MAX_NOTEBOOK_BYTES, f"{shown}/{name}"),
-                                        read_notebook(released))
+                                        read_notebook(released), outputs=not stub)
             except handin.Refused as exc:
                 data, why = None, str(exc)
             else:
