@@ -45,8 +45,8 @@ def reference_namespace(course: Course, assignment: Assignment) -> types.SimpleN
         folder = course.source(assignment)
         sys.path.insert(0, folder)
         try:
-            for label, code in program(nb).cells:
-                exec(compile(code, f"<reference {label}>", "exec"), ns)
+            for cell, code in program(nb).cells:
+                exec(compile(code, f"<reference {cell}>", "exec"), ns)
         finally:
             sys.path.remove(folder)
         _REFERENCES[key] = types.SimpleNamespace(**{
