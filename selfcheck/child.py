@@ -93,8 +93,7 @@ class _Channel:
     def stand_in(self, name, cell):
         def call(*args, **kwargs):
             try:
-                message = json.dumps({"name": name, "args": wire.encode(list(args)),
-                                      "kwargs": wire.encode(kwargs)})
+                message = wire.pack((name, list(args), kwargs))
             except wire.WireError as exc:
                 raise TypeError(f"`{name}` is another part's function, answered by the grader: "
                                 f"it takes numbers, arrays, strings, lists, tuples and dicts, not {exc}") from None
@@ -107,38 +106,54 @@ class _Channel:
             assert self.stand_ins is not None, "stand-ins are loaded only with their pipes"
             to, back = self.stand_ins
             try:
-                to.write(message.encode() + b"\n")
+                to.write(wire.FRAME.pack(len(message)) + message)
                 to.flush()
-                line = back.readline()
-            except OSError:
-                line = b""
-            if not line:
+                reply = _read_frame(back)
+            except (OSError, wire.WireError):
+                reply = None
+            if reply is None:
                 raise StandInError(f"`{name}` (another part's function, answered by the grader) stopped "
                                    "answering: it ran out of memory or time on the arguments it was given")
-            reply = json.loads(line)
-            if not reply.get("ok"):
-                raise StandInError(f"`{name}` (another part's function, answered by the grader): "
-                                   f"{reply.get('error')}")
-            return wire.decode(reply.get("value"))
+            ok, value = reply
+            if not ok:
+                raise StandInError(f"`{name}` (another part's function, answered by the grader): {value}")
+            return value
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"Stands in for `{name}` of cell '{cell}': the grader's process answers each call."
         return call
 
 
+def _read_frame(stream):
+    """One message of the stand-ins' channel, unpacked (a WireError when malformed); None at the end
+    of the stream or past the largest message."""
+    head = stream.read(wire.FRAME.size)
+    if len(head) < wire.FRAME.size:
+        return None
+    size = wire.FRAME.unpack(head)[0]
+    if size > wire.MAX_BYTES:           # past what the channel carries: it ends here
+        return None
+    body = stream.read(size)
+    if len(body) < size:
+        return None
+    return wire.unpack(body)
+
+
 def _serve(ns, names, fds):
-    """The stand-ins' process: answer calls to ``names`` from the pipes, plain data only."""
+    """The stand-ins' process: answer calls to ``names`` from the pipes, plain data only (packed
+    by :func:`selfcheck.wire.pack`: these calls can number tens of thousands)."""
     requests, replies = os.fdopen(fds[0], "rb"), os.fdopen(fds[1], "wb")
-    for line in requests:
+    while True:
         try:
-            request = json.loads(line)
-            if request.get("name") not in names:
-                raise NameError(f"no stand-in named {str(request.get('name'))[:80]!r}")
-            value = ns[request["name"]](*wire.decode(request.get("args", [])),
-                                        **wire.decode(request.get("kwargs", {"__dict__": {}})))
-            reply = {"ok": True, "value": wire.encode(value)}
+            request = _read_frame(requests)
+            if request is None:
+                return
+            name, args, kwargs = request
+            if name not in names:
+                raise NameError(f"no stand-in named {str(name)[:80]!r}")
+            reply = wire.pack((True, ns[name](*args, **kwargs)))
         except BaseException as exc:  # noqa: BLE001 - the type and message only, never a frame
-            reply = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-        replies.write(json.dumps(reply).encode() + b"\n")
+            reply = wire.pack((False, f"{type(exc).__name__}: {str(exc)[:300]}"))
+        replies.write(wire.FRAME.pack(len(reply)) + reply)
         replies.flush()
 
 

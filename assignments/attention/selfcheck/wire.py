@@ -12,6 +12,7 @@ import base64
 import json
 import math
 import re
+import struct
 import unicodedata
 
 from typing import Any
@@ -141,3 +142,156 @@ def dumps(value: Any) -> str:
 
 def loads(text: str | bytes) -> Any:
     return decode(parse(text.encode() if isinstance(text, str) else text))
+
+
+# --- the stand-ins' channel: the same plain data, packed as bytes -------------------------------
+# A student's experiment may call another part's function tens of thousands of times (the scale
+# experiment does), each a round trip to the stand-ins' process; JSON with base64 arrays cost more
+# than the call itself. The values and the limits are those of encode/decode above.
+
+_CODES = {name: i for i, name in enumerate(sorted(_DTYPES))}
+_DTYPE_OF = {i: np.dtype(name) for name, i in _CODES.items()}
+_U32, _I64, _F64 = struct.Struct("<I"), struct.Struct("<q"), struct.Struct("<d")
+_ARRAY_HEAD = struct.Struct("<BB")                       # dtype code, number of dimensions
+_SHAPES = [struct.Struct(f"<{n}Q") for n in range(33)]
+FRAME = _U32          # each message on that channel: its length, then its bytes
+
+
+def pack(value: Any) -> bytes:
+    """``value`` as bytes (:func:`unpack` rebuilds it): what :func:`encode` allows, nothing more."""
+    out: list[bytes] = []
+    _pack(value, out, 0)
+    return b"".join(out)
+
+
+def _pack(value, out, depth):
+    if depth > MAX_DEPTH:
+        raise WireError("value nested too deeply")
+    kind = type(value)
+    if kind is np.ndarray:
+        name = _NAMES.get(value.dtype)
+        if name is None:
+            raise WireError(f"array of dtype {value.dtype} (expected numbers)")
+        if value.ndim >= len(_SHAPES):
+            raise WireError(f"an array of {value.ndim} dimensions")
+        out += [b"a", _ARRAY_HEAD.pack(_CODES[name], value.ndim), _SHAPES[value.ndim].pack(*value.shape),
+                value.tobytes()]       # tobytes() is C order, whatever the array's layout
+    elif kind is float or isinstance(value, np.floating):
+        out += [b"f", _F64.pack(float(value))]
+    elif kind is bool or kind is np.bool_:
+        out.append(b"T" if value else b"F")
+    elif kind is int or isinstance(value, np.integer):
+        number = int(value)
+        if -(1 << 63) <= number < (1 << 63):
+            out += [b"i", _I64.pack(number)]
+        else:
+            _pack_text(b"I", str(number), out)
+    elif value is None:
+        out.append(b"N")
+    elif isinstance(value, str):
+        _pack_text(b"s", value, out)
+    elif isinstance(value, (list, tuple)):
+        out += [b"l" if isinstance(value, list) else b"t", _U32.pack(len(value))]
+        for item in value:
+            _pack(item, out, depth + 1)
+    elif isinstance(value, dict):
+        if not all(isinstance(k, str) for k in value):
+            raise WireError("dict with non-string keys")
+        out += [b"d", _U32.pack(len(value))]
+        for key, item in value.items():
+            _pack_text(b"", key, out)               # a key is always text: no tag
+            _pack(item, out, depth + 1)
+    elif isinstance(value, np.ndarray):
+        _pack(np.asarray(value), out, depth)          # a subclass: as the plain array it holds
+    else:
+        raise WireError(f"a {type(value).__name__} (expected numbers, arrays, "
+                        "strings, lists, tuples or dicts)")
+
+
+def _pack_text(tag, text, out):
+    raw = text.encode("utf-8", "surrogatepass")
+    out += [tag, _U32.pack(len(raw)), raw]
+
+
+def unpack(data: bytes) -> Any:
+    """Rebuild what :func:`pack` made; anything else (short, malformed, too large) is a WireError."""
+    if len(data) > MAX_BYTES:
+        raise WireError(f"a message larger than {MAX_BYTES >> 20} MB")
+    reader = _Reader(bytes(data))
+    try:
+        value = reader.value(0)
+    except (struct.error, ValueError, KeyError, IndexError, OverflowError, MemoryError) as exc:
+        if isinstance(exc, WireError):
+            raise
+        raise WireError(f"a malformed value ({type(exc).__name__})") from None
+    if reader.at != len(data):
+        raise WireError("bytes left over after the value")
+    return value
+
+
+class _Reader:
+    """Reads one packed value; every length is checked against what is left."""
+
+    def __init__(self, data: bytes):
+        self.data, self.at, self.parts = data, 0, 0
+
+    def take(self, n: int) -> bytes:
+        end = self.at + n
+        if end > len(self.data):
+            raise WireError("a value cut short")
+        chunk, self.at = self.data[self.at:end], end
+        return chunk
+
+    def numbers(self, kind: struct.Struct) -> tuple:
+        values = kind.unpack_from(self.data, self.at)
+        self.at += kind.size
+        return values
+
+    def number(self, kind: struct.Struct) -> Any:
+        return self.numbers(kind)[0]
+
+    def count(self) -> int:
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            raise WireError(f"a value made of more than {MAX_PARTS:,} lists and dicts")
+        return self.number(_U32)
+
+    def text(self, limit: int) -> str:
+        return clean_text(self.take(self.number(_U32)).decode("utf-8", "replace"), limit)
+
+    def value(self, depth: int) -> Any:
+        if depth > MAX_DEPTH:
+            raise WireError("value nested too deeply")
+        tag = self.data[self.at]
+        self.at += 1
+        if tag == 0x61:                                    # a: an array
+            code, ndim = self.numbers(_ARRAY_HEAD)
+            if ndim >= len(_SHAPES):
+                raise WireError("an array with an impossible shape")
+            shape = self.numbers(_SHAPES[ndim])
+            dtype = _DTYPE_OF[code]
+            nbytes = math.prod(shape) * dtype.itemsize
+            if nbytes > MAX_BYTES:
+                raise WireError("an array with an impossible shape")
+            return np.frombuffer(self.take(nbytes), dtype=dtype).reshape(shape).copy()
+        if tag == 0x66:                                    # f: a float
+            return self.number(_F64)
+        if tag == 0x69:                                    # i: an int
+            return self.number(_I64)
+        if tag in (0x54, 0x46):                            # T, F
+            return tag == 0x54
+        if tag == 0x4E:                                    # N
+            return None
+        if tag == 0x73:                                    # s: text
+            return self.text(MAX_TEXT)
+        if tag in (0x6C, 0x74):                            # l, t: a list, a tuple
+            items = [self.value(depth + 1) for _ in range(self.count())]
+            return items if tag == 0x6C else tuple(items)
+        if tag == 0x64:                                    # d: a dict
+            return {self.text(MAX_TEXT): self.value(depth + 1) for _ in range(self.count())}
+        if tag == 0x49:                                    # I: an int past 64 bits, as digits
+            digits = self.text(401)
+            if len(digits) > 400:
+                raise WireError("an integer with more than 400 digits")
+            return int(digits)
+        raise WireError("unknown tagged value on the wire")
