@@ -1,7 +1,7 @@
 """One part's slowness costs no other part its points.
 
 A part that uses another part's functions runs the student's own once that part earned full
-marks; when it then fails or times out, it is graded again with the reference standing in, and
+marks; when it then times out, it is graded again with the reference standing in, and
 the better result is kept, saying so. A timeout is named in the first line, with its call.
 """
 
