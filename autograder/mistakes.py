@@ -47,8 +47,8 @@ def cases(course: Course, assignment: Assignment, part: Part) -> list[tuple[str,
 
 
 def _grade(task):
-    course, assignment_id, part_id, student, path = task
-    part = grade_submission(course, assignment_id, student, path, only={part_id}).parts[0]
+    course, assignment_id, part_id, student, path, passed = task
+    part = grade_submission(course, assignment_id, student, path, only={part_id}, passed=passed).parts[0]
     result = {k: getattr(part, k) for k in ("part", "score", "max_score", "status", "reason")}
     result["mistake"], result["diagnosis"] = part.diagnosis
     result["hidden"] = {c.name for c in part.checks if c.visibility == "hidden"}
@@ -72,7 +72,10 @@ def grade_catalogue(course: Course, folder: str, jobs: int = 2,
                 if prepare:
                     nb = prepare(nb, part)
                 path = cohort.write(nb, str(folder), student, assignment)
-                tasks.append((course, assignment.id, part.id, student, path))
+                # the parts it uses that are still the reference's pass, as in a whole grading
+                passed = frozenset(used for used in part.uses
+                                   if not set(assignment.part(used).cells) & set(entry["cells"]))
+                tasks.append((course, assignment.id, part.id, student, path, passed))
                 meta.append((assignment, part, kind, name, entry, path))
     with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
         results = list(pool.map(_grade, tasks))
