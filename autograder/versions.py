@@ -53,6 +53,18 @@ def grader_version() -> str:
     return file_hash(*files)
 
 
+def _inputs(course: Course, assignment: Assignment) -> list[str]:
+    """Every file :func:`suite_versions` reads for ``assignment``."""
+    files = [course.source(assignment, assignment.notebook), course.release(assignment, assignment.notebook),
+             course.data("chapter_numbers.yaml"), *support_files(course, assignment)]
+    for part in assignment.parts:
+        files += [os.path.join(course.root, part.public), os.path.join(course.root, part.hidden)]
+    return files
+
+
+_KNOWN: dict[tuple, dict[str, str]] = {}
+
+
 def suite_versions(course: Course, assignment_id: str) -> dict[str, str]:
     """part -> the version of everything that decides its score, as it is now.
 
@@ -62,9 +74,21 @@ def suite_versions(course: Course, assignment_id: str) -> dict[str, str]:
     student's: the reference solution (the stand-ins, and what hidden checks
     compare with), the released notebook's given cells and its support files. A
     change to any of them marks earlier results of the part stale; notebook prose
-    does not.
+    does not. Worked out once per process while none of those files changes (a batch
+    asks for every submission, a Dask worker for every task).
     """
     assignment = course.assignment(assignment_id)
+    stats = []
+    for path in _inputs(course, assignment):
+        info = os.stat(path)
+        stats.append((path, info.st_mtime_ns, info.st_size, info.st_ino))
+    key = (assignment_id, dataclasses.astuple(course.limits), repr(assignment), tuple(stats))
+    if key not in _KNOWN:
+        _KNOWN[key] = _suite_versions(course, assignment)
+    return dict(_KNOWN[key])
+
+
+def _suite_versions(course: Course, assignment: Assignment) -> dict[str, str]:
     reference = program(read_notebook(course.source(assignment, assignment.notebook))).cells
     given = program(read_notebook(course.release(assignment, assignment.notebook))).cells
     support = support_files(course, assignment)
