@@ -14,7 +14,6 @@ import contextlib
 import hashlib
 import multiprocessing
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -153,16 +152,6 @@ def _better_with_stand_ins(own_result: PartResult, stand_ins: PartResult, own: l
     return stand_ins
 
 
-_STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|]{1,100}")
-
-
-def student_id_problem(name: str) -> str | None:
-    """None when a folder name can be a student id in every export, else why it cannot."""
-    if name.startswith(".") or not _STUDENT_ID.fullmatch(name) or wire.clean_text(name) != name:
-        return "not a usable student id (control, space, path or unprintable characters, or too long)"
-    return None
-
-
 def check_notebook(course: Course, assignment: Assignment, path: str, jail: Jail | None = None) -> list[PartResult]:
     """A student's self-check from the grader's side: the public checks only, on the notebook's
     own functions everywhere (as ``pytest`` in the student's folder), in the grading sandbox.
@@ -197,7 +186,7 @@ def find_submissions(course: Course, submitted: str, refused: list[tuple[str, st
     for student, kind in sorted(students.items()):
         if student.startswith(".") or kind not in ("folder", "link"):
             continue
-        why = "a symbolic link, not a folder" if kind == "link" else student_id_problem(student)
+        why = "a symbolic link, not a folder" if kind == "link" else handin.student_id_problem(student)
         if why:
             refused.append((wire.clean_text(student, 120), why))
             continue
@@ -314,6 +303,20 @@ def plan(course: Course, submissions: Iterable[Task], out: str, force: bool = Fa
     return found
 
 
+def longest_first(course: Course, tasks: list[Task], previous: dict[tuple[str, str], Submission]) -> list[Task]:
+    """The tasks, longest expected first, so that no worker grades a long one alone at the end: an
+    assignment takes its earlier records' mean seconds; before any, one that trains takes longest."""
+    from autograder import corpus
+    took: dict[str, list[float]] = {}
+    for record in previous.values():
+        if record.seconds:
+            took.setdefault(record.assignment, []).append(record.seconds)
+    expected = {a.id: (sum(took[a.id]) / len(took[a.id]) if a.id in took
+                       else float("inf") if corpus.needs_corpus(course, a) else 0.0)
+                for a in course.assignments}
+    return sorted(tasks, key=lambda task: -expected.get(task.assignment, 0.0))
+
+
 class Stopped(Exception):
     """What grades the batch went away (a cluster's scheduler): the batch stops, resumable."""
 
@@ -352,7 +355,7 @@ def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | Non
     if progress:
         progress.start(len(todo.todo), skipped=len(todo.valid))
     attempts = {task: 0 for task in todo.todo}
-    queue = list(todo.todo)
+    queue = longest_first(course, todo.todo, todo.previous)
     while queue and not batch.interrupted:
         pool = executor or cf.ProcessPoolExecutor(max_workers=min(jobs, len(queue)),
                                                   mp_context=multiprocessing.get_context("fork"))

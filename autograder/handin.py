@@ -20,6 +20,7 @@ import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from autograder import submission_time
+from selfcheck import wire
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError
 
 _BASE = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -243,3 +244,12 @@ def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget
                 out.write(data)
     return left_out, None
 
+
+_STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|]{1,100}")
+
+
+def student_id_problem(name: str) -> str | None:
+    """None when a folder name can be a student id in every export, else why it cannot."""
+    if name.startswith(".") or not _STUDENT_ID.fullmatch(name) or wire.clean_text(name) != name:
+        return "not a usable student id (control, space, path or unprintable characters, or too long)"
+    return None

@@ -146,6 +146,17 @@ def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
     assert forced.todo == [kept, new]
 
 
+def test_a_batch_grades_the_longest_submissions_first(course):
+    """Training assignments first while nothing is known; then by each assignment's mean seconds."""
+    tasks = [grading.Task(s, a.id, f"/x/{s}/{a.id}") for s in ("ann", "bob") for a in course.assignments]
+    first = grading.longest_first(course, tasks, {})
+    assert {t.assignment for t in first[:2]} == {"weighted_attention"}
+    took = {"attention": 9.0, "tiny_transformer": 1.0, "weighted_attention": 4.0}
+    previous = {t.key: Submission(t.student, t.assignment, "nb.ipynb", seconds=took[t.assignment]) for t in tasks}
+    assert [t.assignment for t in grading.longest_first(course, tasks, previous)][::2] == \
+        ["attention", "weighted_attention", "tiny_transformer"]
+
+
 # --- the self-check kit --------------------------------------------------------------------------------
 
 def test_each_assignment_ships_the_selfcheck_modules_it_uses(course):

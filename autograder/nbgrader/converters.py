@@ -40,7 +40,7 @@ class _Staged(BaseConverter):
         return True
 
     def start(self) -> None:
-        from autograder.grading import student_id_problem
+        from autograder.handin import student_id_problem
         base = os.path.join(self.coursedir.root, self._input_folder())
         release = self.coursedir.format_path(self.coursedir.release_directory, ".", ".")
         with tempfile.TemporaryDirectory(prefix="nbgrader-handins-") as staged:
