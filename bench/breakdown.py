@@ -4,9 +4,13 @@ Grades a sample of the bench's cohort in this process (one submission after the 
 `course grade --jobs 1` does in its worker) with timers around the grader's own steps, each
 timer counting its time less that of the timers inside it:
 
-  sandbox and Python start   leasing the uid and cgroup, bubblewrap, Python and numpy, until "ready"
+  sandbox set-up             leasing the uid and the cgroup, the binds (autograder/sandbox/)
+  starting bubblewrap        starting the process: bubblewrap, then Python in it
+  Python and numpy start     waiting for Python and numpy to say "ready": what is left of it once
+                             the process, started while pytest collects, is first called
   loading the cells          running the notebook's definitions in the student's process
-  stand-ins' process         the reference's process for other parts' functions (start and load)
+  stand-ins' process         the reference's process for other parts' functions: its start, until
+                             ready, and its load
   pytest start               pytest's configuration and plugins, once per part
   pytest collection          importing and collecting the part's suites
   calls (round trips)        each call into the student's process and back (the student's code
@@ -68,12 +72,17 @@ class Timers:
 
 def _request_step(process, request, **_):
     if request.get("op") == "load":
-        return "stand-ins' process" if process.label == "the grader's stand-ins" else "loading the cells"
+        return "stand-ins' process (load)" if process.label == "the grader's stand-ins" else "loading the cells"
     return "training runs (calls)" if request.get("name") in TRAINING_CALLS else "calls (round trips)"
 
 
-def _start_step(process):
-    return "stand-ins' process" if process.label == "the grader's stand-ins" else "sandbox and Python start"
+def _start_step(process, *_, **__):
+    return "stand-ins' process (start)" if process.label == "the grader's stand-ins" else "starting bubblewrap"
+
+
+def _ready_step(process, *_, **__):
+    return ("stand-ins' process (until ready)" if process.label == "the grader's stand-ins"
+            else "Python and numpy start (until ready)")
 
 
 def floors(course, workdir):
@@ -101,6 +110,9 @@ def measure(course, submitted, out, tasks):
     """Timers over grading ``tasks`` in this process, then their results, gradebook and exports."""
     timers = Timers()
     patches = [(student_module.Student, "_start", timers.wrap(student_module.Student, "_start", _start_step)),
+               (student_module.Student, "_ready", timers.wrap(student_module.Student, "_ready", _ready_step)),
+               (type(sandbox.jail(course)), "launch",
+                timers.wrap(type(sandbox.jail(course)), "launch", "sandbox set-up")),
                (student_module.Student, "_request",
                 timers.wrap(student_module.Student, "_request", _request_step)),
                (pytest_config, "_prepareconfig", timers.wrap(pytest_config, "_prepareconfig", "pytest start")),
@@ -152,7 +164,8 @@ def report(course, submitted, out, tasks, work):
         print(f"  {group} ({sum(steps.values()) / n:.2f} s)")
         for step, seconds in sorted(steps.items(), key=lambda kv: -kv[1]):
             calls = timers.counts[group, step]
-            floor = {"sandbox and Python start": calls * start_floor, "stand-ins' process": calls * start_floor,
+            floor = {"Python and numpy start (until ready)": calls * start_floor,
+                     "stand-ins' process (until ready)": calls * start_floor,
                      "calls (round trips)": calls * trip_floor}.get(step, 0.0)
             print(f"    {step:<50} {seconds / n:>12.3f} {calls / n:>7.1f} {floor / n:>8.3f}")
     for assignment, seconds in sorted(per_submission.items()):

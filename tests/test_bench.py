@@ -31,7 +31,7 @@ def test_the_grading_bench_runs_to_the_end_and_prints_every_figure_with_its_targ
         line = next((li for li in figures.splitlines() if label in li), None)
         assert line and f"target {target}" in line, (label, figures)
     where = out[out.index("where the time goes"):out.index("the figures to reach")]
-    for step in ("sandbox and Python start", "pytest collection", "calls (round trips)", "training runs (calls)",
+    for step in ("sandbox set-up", "starting bubblewrap", "Python and numpy start (until ready)", "pytest collection", "calls (round trips)", "training runs (calls)",
                  "gradebook (nbgrader autograde)", "exports and feedback", "weighted_attention/projection_removal"):
         assert step in where, (step, where)
     assert "similarity flags, this cohort" in out
