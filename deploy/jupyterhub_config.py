@@ -10,19 +10,42 @@ role (deploy/jupyter/<role>/) and the course's exchange and id (deploy/jupyter/c
 into the course's environment at each start, since the course folder is private. No server starts
 in a home other accounts can enter: the hub closes it first, or refuses.
 
+No student can listen where the hub sends anyone: any local account (a student's own server runs
+as the student, on this machine) can take a free TCP port above 1023, and while a server is down
+(a restart, a crash) would receive whoever the hub sends to its port. So formgrader listens on a
+Unix socket in a folder only the grading account (and root) can enter, and the hub and its proxy
+reach it through 127.0.0.1:COURSE_FORMGRADER_PORT, below 1024, which the hub holds itself and
+relays to the socket; the hub's API is on such a port too, and the proxy's API on a socket of
+root's. (JupyterHub 6 takes only an http(s) URL for a service, and configurable-http-proxy 5
+fails requests with a body to a Unix socket whenever the server answers and closes first: hence
+the relay rather than a route to the socket.) With COURSE_HUB_SUBDOMAIN_HOST, each user's server
+and formgrader have an origin of their own, so no student's page can script against formgrader in
+a TA's browser.
+
 Run as root from the course's environment, in a folder of its own (its database and cookie
 secret are written there); README, "On a JupyterHub". Settings come from the environment:
 
-COURSE_YAML             the course folder's course.yaml (default: the course this environment
-                        was installed from)
-COURSE_GRADER           the grading account, which owns the course folder (default: grader-<course_id>)
-COURSE_FORMGRADER_PORT  the port formgrader listens on, on 127.0.0.1 (default: 9999)
+COURSE_YAML                the course folder's course.yaml (default: the course this environment
+                           was installed from)
+COURSE_GRADER              the grading account, which owns the course folder (default: grader-<course_id>)
+COURSE_FORMGRADER_PORT     the port below 1024 where the hub takes formgrader's requests to its
+                           socket, on 127.0.0.1 (default: 882; the hub's API is on 881)
+COURSE_HUB_SOCKETS         the folder of formgrader's and the proxy's sockets, below folders only
+                           root can change (default: /run/course-hub/<course_id>)
+COURSE_HUB_SUBDOMAIN_HOST  e.g. https://hub.example.edu: each user's server on <name>.hub.example.edu,
+                           formgrader on <course_id>--service.hub.example.edu (JupyterHub's
+                           subdomain_host: a wildcard DNS name and certificate); unset, every page is
+                           on the hub's one origin
 """
+import asyncio
+import contextlib
 import grp
 import os
 import pwd
 import shutil
+import socket
 import stat
+import string
 import sys
 
 from jupyterhub.auth import PAMAuthenticator
@@ -37,7 +60,9 @@ BIN = os.path.join(sys.prefix, "bin")
 course = course_config.load(os.environ.get("COURSE_YAML") or None)
 STUDENTS, GRADERS = f"nbgrader-{course.course_id}", f"formgrade-{course.course_id}"
 GRADER = os.environ.get("COURSE_GRADER", f"grader-{course.course_id}")
-FORMGRADER_PORT = int(os.environ.get("COURSE_FORMGRADER_PORT", "9999"))
+FORMGRADER_PORT = int(os.environ.get("COURSE_FORMGRADER_PORT", "882"))
+SOCKETS = os.path.abspath(os.environ.get("COURSE_HUB_SOCKETS") or f"/run/course-hub/{course.course_id}")
+SUBDOMAIN_HOST = os.environ.get("COURSE_HUB_SUBDOMAIN_HOST", "")
 
 
 def _unreadable(path):
@@ -66,6 +91,101 @@ for name, kind in ((STUDENTS, "group"), (GRADERS, "group"), (GRADER, "account"))
         (grp.getgrnam if kind == "group" else pwd.getpwnam)(name)
     except KeyError:
         sys.exit(f"error: the Unix {kind} {name} does not exist (README, 'On a JupyterHub')")
+
+
+def socket_folder(path, owner="root"):
+    """The folder ``path``, made if missing, ``owner``'s alone (0700), below folders that root alone
+    can change (else another account could move it aside and listen in its place) and every
+    account can pass; anything else there stops the hub, saying why."""
+    folder = os.sep
+    for name in os.path.normpath(path).split(os.sep)[1:]:
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or not info.st_mode & stat.S_IXOTH or \
+                info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+            raise RuntimeError(f"{folder} must be a folder of root's that other accounts can pass but not "
+                               f"change, to hold {path}: set COURSE_HUB_SOCKETS below such folders "
+                               "(README, 'On a JupyterHub')")
+        folder = os.path.join(folder, name)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o755)
+    entry, info = pwd.getpwnam(owner), os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid not in (0, entry.pw_uid):
+        raise RuntimeError(f"{folder} is not a folder of root's or {owner}'s: remove it "
+                           "(README, 'On a JupyterHub')")
+    os.chown(folder, entry.pw_uid, entry.pw_gid)
+    os.chmod(folder, 0o700)
+    return folder
+
+
+def socket_url(path):
+    """``http+unix://`` and ``path``, every character but lower-case letters, digits and ``-._``
+    escaped: JupyterHub's HTTP client lowercases the part of a URL that names the socket."""
+    keep = string.ascii_lowercase + string.digits + "-._"
+    return "http+unix://" + "".join(chr(b) if chr(b) in keep else f"%{b:02X}" for b in os.fsencode(path))
+
+
+# formgrader's socket, the grading account's alone, and the proxy's API, root's
+try:
+    PROXY_API = os.path.join(socket_folder(os.path.join(SOCKETS, "proxy")), "api.sock")
+    FORMGRADER = os.path.join(socket_folder(os.path.join(SOCKETS, "formgrader"), GRADER), "formgrader.sock")
+except RuntimeError as exc:
+    sys.exit(f"error: {exc}")
+if len(os.fsencode(FORMGRADER)) > 107:
+    sys.exit(f"error: {FORMGRADER} is too long a path for a Unix socket: set a shorter COURSE_HUB_SOCKETS "
+             "(README, 'On a JupyterHub')")
+with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as fh:
+    if FORMGRADER_PORT >= int(fh.read()):
+        sys.exit(f"error: COURSE_FORMGRADER_PORT={FORMGRADER_PORT} is a port any account can listen on: "
+                 "give one below net.ipv4.ip_unprivileged_port_start (README, 'On a JupyterHub')")
+c.JupyterHub.hub_bind_url = "http://127.0.0.1:881"
+c.ConfigurableHTTPProxy.api_url = socket_url(PROXY_API)
+
+
+def _owner(peer):
+    """The account that holds the loopback TCP socket ``peer`` connected to formgrader's port."""
+    local, remote = f"0100007F:{peer[1]:04X}", f"0100007F:{FORMGRADER_PORT:04X}"
+    with open("/proc/net/tcp") as fh:
+        for fields in map(str.split, fh):
+            if fields[1:3] == [local, remote]:
+                return int(fields[7])
+    return None
+
+
+async def _relay(client, to_client):
+    """One connection to formgrader's port, carried to formgrader's socket and back if root's (the
+    proxy's, or the hub's checks): any other account, which could reach formgrader through the
+    proxy anyway, would otherwise hold two of the hub's files open per connection it keeps. Closed
+    at once when formgrader is down, so the proxy answers 503."""
+    if _owner(to_client.get_extra_info("peername")) != 0:
+        to_client.close()
+        return
+    try:
+        server, to_server = await asyncio.open_unix_connection(FORMGRADER)
+    except OSError:
+        to_client.close()
+        return
+
+    async def pump(source, sink):
+        with contextlib.suppress(OSError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+    await asyncio.gather(pump(client, to_server), pump(server, to_client))
+
+
+def _hold_formgrader_port():
+    """127.0.0.1:FORMGRADER_PORT, held by the hub as long as it runs and relayed to formgrader's
+    socket: while formgrader restarts, no account can listen there in its place."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None                   # jupyterhub's subcommands (token, upgrade-db) start no hub
+    listener = socket.create_server(("127.0.0.1", FORMGRADER_PORT))
+    return loop.create_task(asyncio.start_server(_relay, sock=listener))
+
+
+FORMGRADER_RELAY = _hold_formgrader_port()
 
 
 def course_groups(name):
@@ -149,14 +269,28 @@ c.Spawner.environment = dict(
         "ta" if GRADERS in {g.name for g in spawner.user.groups} else "student"),
 )
 
+# the hub reaches formgrader at its port, and hands the service that URL: the command gives
+# jupyterhub-singleuser its socket's instead
 c.JupyterHub.services = [{
     "name": course.course_id,
     "display": True,
     "url": f"http://127.0.0.1:{FORMGRADER_PORT}",
-    "command": [os.path.join(BIN, "jupyterhub-singleuser")],
+    "command": [shutil.which("env"), f"JUPYTERHUB_SERVICE_URL={socket_url(FORMGRADER)}",
+                os.path.join(BIN, "jupyterhub-singleuser"), f"--ServerApp.sock={FORMGRADER}"],
     "user": GRADER,
     "cwd": course.root,
     "oauth_no_confirm": True,
     "environment": {"JUPYTER_CONFIG_PATH": os.path.join(SETTINGS, "formgrader"),
-                    "JUPYTERHUB_DEFAULT_URL": "/formgrader"},
+                    "JUPYTERHUB_DEFAULT_URL": "/formgrader",
+                    "JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": str(int(bool(SUBDOMAIN_HOST)))},
 }]
+
+# Each user's server and formgrader on a domain of its own, and every login cookie locked to its
+# host (`__Host-`), so that no subdomain can set them for another (JupyterHub's advice since 4.1);
+# browsers keep such cookies only from https
+if SUBDOMAIN_HOST:
+    if not SUBDOMAIN_HOST.startswith("https://"):
+        sys.exit(f"error: COURSE_HUB_SUBDOMAIN_HOST={SUBDOMAIN_HOST} must start with https:// "
+                 "(README, 'On a JupyterHub')")
+    c.JupyterHub.subdomain_host = SUBDOMAIN_HOST
+    c.JupyterHub.cookie_host_prefix_enabled = True

@@ -87,7 +87,9 @@ class Accounts:
         os.chmod(home, 0o700)
         return name
 
-    def run(self, name, argv, check=True, cwd=None):
+    @contextlib.contextmanager
+    def _as(self, name, cwd=None):
+        """The keyword arguments of a process run as ``name`` (in its home, unless ``cwd``)."""
         entry = pwd.getpwnam(name)
 
         def preexec():
@@ -98,10 +100,23 @@ class Accounts:
         env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "HOME": entry.pw_dir, "USER": name,
                "LOGNAME": name, "MPLBACKEND": "Agg"}
         with python_shown() as show:
-            done = subprocess.run(argv, env=env, cwd=cwd or entry.pw_dir, capture_output=True, text=True,
-                                  timeout=300, preexec_fn=preexec)
+            yield {"env": env, "cwd": cwd or entry.pw_dir, "text": True, "preexec_fn": preexec}
+
+    def run(self, name, argv, check=True, cwd=None):
+        with self._as(name, cwd) as how:
+            done = subprocess.run(argv, capture_output=True, timeout=300, **how)
         assert not check or done.returncode == 0, f"{name}: {' '.join(argv)}\n{done.stdout}\n{done.stderr}"
         return done
+
+    @contextlib.contextmanager
+    def started(self, name, argv):
+        """``argv`` running as ``name``, its stdin and stdout piped to the test: a Popen."""
+        with self._as(name) as how, subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                     **how) as proc:
+            try:
+                yield proc
+            finally:
+                proc.kill()
 
     def nbgrader(self, name, course, *args, check=True):
         return self.run(name, [os.path.join(BIN, "nbgrader"), *args, f"--course={course.course_id}",

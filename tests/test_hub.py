@@ -1,33 +1,38 @@
 """The course on a real JupyterHub (deploy/jupyterhub_config.py), driven in Chromium.
 
 As root, the test makes the course's Unix groups and accounts with passwords (two students, a TA,
-the grading account, who owns the private course folder and opens the exchange), starts the hub
-on 127.0.0.1 and goes through a term in the browser: each student logs in with PAM, fetches
-`attention` in the Assignments tab, writes the reference solution (one of them half of it), runs a
-check cell, presses Validate and submits; a student is refused at formgrader; the TA opens formgrader
-through the hub's Services menu, collects, autogrades (as the grading account: the same scores as
-`course grade`), grades a written answer and releases feedback; each student fetches their own;
-and the TA, taken out of the group, loses formgrader's link. A home left open to other accounts is
-closed before its server starts; and the README's own account lines make homes no classmate enters.
-The hub is stopped and the accounts and groups removed whatever happens. Screenshots of each step
-are left in artifacts/hub/.
+the grading account, who owns the private course folder and opens the exchange), starts the hub on
+127.0.0.1, formgrader on a Unix socket behind a port below 1024, and each server on a domain of its
+own below hub.localhost, and goes through a term in the browser: each student logs in with PAM,
+fetches `attention` in the Assignments tab, writes the reference solution (one of them half of it),
+runs a check cell, presses Validate and submits; a student is refused at formgrader; the TA opens
+formgrader through the hub's Services menu, where a student's page in the same browser can call none
+of it, collects, autogrades (as the grading account: the same scores as `course grade`), grades a
+written answer and releases feedback; each student fetches their own; the TA, taken out of the
+group, loses formgrader's link; and with formgrader down, a student's account cannot take its place.
+A home left open to other accounts is closed before its server starts; and the README's own account
+lines make homes no classmate enters. The hub is stopped and the accounts and groups removed
+whatever happens. Screenshots of each step are left in artifacts/hub/.
 """
 
 import contextlib
+import errno
 import glob
+import http.client
 import json
 import os
 import pwd
 import re
 import secrets
 import shutil
+import signal
 import socket
+import ssl
 import stat
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
+import urllib.parse
 
 import pytest
 import yaml
@@ -47,33 +52,60 @@ HUB_CONFIG = os.path.join(ROOT, "deploy", "jupyterhub_config.py")
 README = os.path.join(ROOT, "README.md")
 SHOTS = os.path.join(ROOT, "artifacts", "hub")
 REFRESH = 2          # seconds between the hub's reads of an account's groups (five minutes by default)
+DOMAIN = "hub.localhost"  # Chromium finds every name below localhost on this machine, as wildcard DNS would
 COMMENT = "Right: the query lines up with one key far more than with the others."
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_port(low=False, taken=()):
+    """A free port on 127.0.0.1; ``low``, one below 1024, which only root can bind (as the test runs)."""
+    for port in range(900, 1000) if low else [0]:
+        with socket.socket() as s, contextlib.suppress(OSError):
+            if port not in taken:
+                s.bind(("127.0.0.1", port))
+                return s.getsockname()[1]
+    raise RuntimeError("no free port below 1024")
 
 
-def _status(url):
-    """The HTTP status ``url`` answers with (redirects followed), or None when nothing answers."""
+def _answer(port, url):
+    """The status and Location header of a GET of ``url``, sent to the proxy on 127.0.0.1:``port``
+    (its name needs no DNS), redirects not followed: (None, "") when nothing answers."""
+    parts = urllib.parse.urlsplit(url)
+    connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=5,
+                                             context=ssl._create_unverified_context())
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as exc:
-        return exc.code
+        connection.request("GET", parts.path, headers={"Host": parts.netloc})
+        response = connection.getresponse()
+        return response.status, response.getheader("Location", "")
     except OSError:
-        return None
+        return None, ""
+    finally:
+        connection.close()
+
+
+def _wildcard_certificate(folder):
+    """The hub's options for a certificate of its own for DOMAIN and *.DOMAIN, made in ``folder``."""
+    cert, key = os.path.join(folder, "hub.pem"), os.path.join(folder, "hub.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-keyout", key,
+                    "-out", cert, "-subj", f"/CN={DOMAIN}", "-addext", f"subjectAltName=DNS:{DOMAIN},DNS:*.{DOMAIN}"],
+                   check=True, capture_output=True)
+    return [f"--JupyterHub.ssl_cert={cert}", f"--JupyterHub.ssl_key={key}"]
 
 
 class Hub:
-    def __init__(self, url, course, grader, password, log):
-        self.url, self.course, self.grader, self.password, self.log = url, course, grader, password, log
-        self.formgrader = f"{url}/services/{course.course_id}"
+    """The hub on 127.0.0.1:``port``, as browsers reach it: its own pages on hub.localhost, each
+    user's server on <name>.hub.localhost and formgrader on <course_id>--service.hub.localhost."""
+
+    def __init__(self, port, course, grader, password, log, sockets):
+        self.port, self.course, self.grader, self.password, self.log = port, course, grader, password, log
+        self.url = f"https://{DOMAIN}:{port}"
+        self.formgrader = f"https://{course.course_id}--service.{DOMAIN}:{port}/services/{course.course_id}"
+        self.formgrader_socket = os.path.join(sockets, "formgrader", "formgrader.sock")
 
     def home(self, name):
         return pwd.getpwnam(name).pw_dir
+
+    def server(self, name):
+        return f"https://{name}.{DOMAIN}:{self.port}/user/{name}"
 
 
 @contextlib.contextmanager
@@ -93,6 +125,8 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
     """The hub running, with `attention` released: a Hub. Its students are in ``hub.students``."""
     if not (shutil.which("chpasswd") and shutil.which("groupadd")):
         pytest.skip("chpasswd and groupadd (passwd) are needed to make the accounts")
+    if not shutil.which("openssl"):
+        pytest.skip("openssl is needed to make the hub's certificate")
     pytest.importorskip("jupyterhub", reason="JupyterHub is the `hub` extra: `make test` installs it")
     if not os.access(os.path.join(BIN, "configurable-http-proxy"), os.X_OK):
         pytest.skip("configurable-http-proxy is not installed: `make test` installs it with npm")
@@ -134,23 +168,27 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
 
         state = os.path.join(folder, "hub")
         os.makedirs(state)
-        port = _free_port()
+        port, hub_api = _free_port(), _free_port(low=True)
+        formgrader_port = _free_port(low=True, taken=[hub_api])
+        sockets = os.path.join(folder, "run")
         env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "LANG": "C.UTF-8", "COURSE_YAML": yaml_path,
-               "COURSE_GRADER": grader, "COURSE_FORMGRADER_PORT": str(_free_port())}
-        cmd = [os.path.join(BIN, "jupyterhub"), "-f", os.path.join(root, "deploy", "jupyterhub_config.py"), f"--JupyterHub.bind_url=http://127.0.0.1:{port}",
-               f"--JupyterHub.hub_bind_url=http://127.0.0.1:{_free_port()}",
-               f"--ConfigurableHTTPProxy.api_url=http://127.0.0.1:{_free_port()}",
-               f"--Authenticator.auth_refresh_age={REFRESH}"]
+               "COURSE_GRADER": grader, "COURSE_HUB_SOCKETS": sockets,
+               "COURSE_FORMGRADER_PORT": str(formgrader_port), "COURSE_HUB_SUBDOMAIN_HOST": f"https://{DOMAIN}:{port}"}
+        cmd = [os.path.join(BIN, "jupyterhub"), "-f", os.path.join(root, "deploy", "jupyterhub_config.py"),
+               f"--JupyterHub.bind_url=https://127.0.0.1:{port}", f"--JupyterHub.hub_bind_url=http://127.0.0.1:{hub_api}",
+               f"--Authenticator.auth_refresh_age={REFRESH}", "--Spawner.http_timeout=120",  # busy cores start labs slowly
+               *_wildcard_certificate(state)]
         log_path = os.path.join(state, "jupyterhub.log")
         with python_shown() as show, open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     preexec_fn=show)
-            made = Hub(f"http://127.0.0.1:{port}", config.load(yaml_path), grader, password, log_path)
-            made.students, made.ta = students, ta
+            made = Hub(port, config.load(yaml_path), grader, password, log_path, sockets)
+            made.students, made.ta, made.accounts = students, ta, accounts
+            made.formgrader_port, made.hub_api = formgrader_port, hub_api
             try:
                 deadline = time.monotonic() + 120
-                # up when the proxy routes the service to its server, which sends a stranger to the login page
-                while _status(f"{made.formgrader}/") != 200:
+                # up when the proxy routes the service to its server, which sends a stranger to log in
+                while "/hub/api/oauth2/authorize" not in _answer(port, f"{made.formgrader}/formgrader")[1]:
                     if proc.poll() is not None or time.monotonic() > deadline:
                         raise RuntimeError(f"the hub did not start:\n{open(log_path).read()[-4000:]}")
                     time.sleep(0.5)
@@ -242,7 +280,7 @@ def _quiet_lab(entry):
 
 def _log_in(browser, hub, name):  # noqa: F811 - browser is test_browser's fixture
     """A browser of its own for ``name``, logged in with its password; the page once the lab is up."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, ignore_https_errors=True)
     context.set_default_timeout(30_000)
     page = context.new_page()
     page.goto(f"{hub.url}/hub/login")
@@ -291,6 +329,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     for n, name in enumerate(hub.students, 1):
         page = pages[name] = _log_in(browser, hub, name)
         assert stat.S_IMODE(os.stat(hub.home(name)).st_mode) == 0o700, name    # closed before the spawn
+        assert _origin(page) == _origin(hub.server(name)), page.url           # a domain of their own
         menu = _nbgrader_menu(page)
         assert menu == ["Assignment List"], menu
         assert not page.get_by_text("Create Assignment").count()
@@ -301,7 +340,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
         home = hub.home(name)
         assert os.stat(os.path.join(home, "attention", "attention.ipynb")).st_uid == pwd.getpwnam(name).pw_uid
 
-        page.goto(f"{hub.url}/user/{name}/lab/tree/attention/attention.ipynb")
+        page.goto(f"{hub.server(name)}/lab/tree/attention/attention.ipynb")
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
         page.keyboard.press("Control+B")
         _run(page, _index(solved, "imports"))
@@ -343,9 +382,16 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     _shot(ta, "ta-1-lab", SHOTS)
     ta.goto(f"{hub.url}/hub/home")
     ta.get_by_role("button", name="Services").click()
-    ta.get_by_role("link", name=course.course_id).click()
+    link = urllib.parse.urlsplit(ta.get_by_role("link", name=course.course_id).get_attribute("href"))
+    # JupyterHub's link leaves out a port (none on a hub at 443, as the README's); the test's has one
+    assert link.hostname == urllib.parse.urlsplit(hub.formgrader).hostname, link
+    assert link.path == f"/services/{course.course_id}/", link
+    ta.goto(f"{hub.formgrader}/")
     ta.locator("#main-table").wait_for()
     _shot(ta, "ta-2-formgrader", SHOTS)
+    # formgrader's origin is its own, and a student's page in the TA's browser reads nothing of it
+    assert _origin(ta) == _origin(hub.formgrader) != _origin(hub.url)
+    _scripted_from_a_students_page(ta, hub, ada)
     row = ta.locator("#main-table tr", has_text="attention")
     _formgrader_action(ta, row.locator(".collect a"))
     _shot(ta, "ta-3-collected", SHOTS)
@@ -383,7 +429,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
 
     for n, name in enumerate(hub.students, 1):
         page = pages[name]
-        page.goto(f"{hub.url}/user/{name}/lab")
+        page.goto(f"{hub.server(name)}/lab")
         page.wait_for_selector("#jp-main-dock-panel")
         _assignment_list(page)
         item = page.locator("#submitted_assignments_list .list_item", has_text="attention").first
@@ -405,6 +451,8 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     _shot(ta, "ta-8-removed", SHOTS)
     assert not ta.get_by_role("button", name="Services").count()
 
+    _formgrader_down(hub, ta, bob)
+
 
 def _nbgrader_menu(page):
     """The items of the lab's Nbgrader menu (closed again)."""
@@ -412,3 +460,152 @@ def _nbgrader_menu(page):
     items = [t.strip() for t in page.locator(".lm-Menu-content .lm-Menu-itemLabel").all_inner_texts() if t.strip()]
     page.keyboard.press("Escape")
     return items
+
+
+def _origin(page_or_url):
+    """The origin of a page (as its scripts see it) or of a URL."""
+    if isinstance(page_or_url, str):
+        parts = urllib.parse.urlsplit(page_or_url)
+        return f"{parts.scheme}://{parts.netloc}"
+    return page_or_url.evaluate("location.origin")
+
+
+# What a script of a student's page tries in a TA's browser: formgrader's API with the TA's cookies
+# (and the XSRF token, where it can read one)
+CALL_FORMGRADER = """async (api) => {
+    const seen = {origin: location.origin, cookies: document.cookie};
+    const xsrf = (document.cookie.match(/(?:^|; )_xsrf=([^;]*)/) || [])[1];
+    try {
+        const response = await fetch(api, {credentials: "include", headers: xsrf ? {"X-XSRFToken": xsrf} : {}});
+        seen.status = response.status;
+        seen.body = await response.text();
+    } catch (error) {
+        seen.error = String(error);
+    }
+    return seen;
+}"""
+
+
+def _scripted_from_a_students_page(ta, hub, student):
+    """A page on ``student``'s domain, as their own server could send it (it is their process), opened
+    in the TA's browser beside formgrader: its script reads none of formgrader's cookies, and its
+    call to formgrader's API, the TA's cookies and all, is refused; from formgrader's own page the
+    same call answers."""
+    api = f"{hub.formgrader}/formgrader/api/assignments"
+    own = ta.evaluate(CALL_FORMGRADER, api)
+    assert own.get("status") == 200 and "attention" in own["body"], own       # the TA's own call
+    url = f"{hub.server(student)}/trap.html"
+    ta.context.route(url, lambda route: route.fulfill(status=200, content_type="text/html",
+                                                     body="<html><body>a student's page</body></html>"))
+    trap = ta.context.new_page()
+    trap.goto(url)
+    seen = trap.evaluate(CALL_FORMGRADER, api)
+    trap.close()
+    assert seen["origin"] == _origin(hub.server(student)) and "status" not in seen and "error" in seen, seen
+    assert "_xsrf" not in seen["cookies"] and "jupyterhub" not in seen["cookies"], seen
+
+
+# A student's process: it listens on the TCP port formgrader once had and asks formgrader's port
+# itself; once formgrader is down (the test writes a line) it tries to take formgrader's place: its
+# port and the hub's, its socket's folder, the socket, a socket of its own there; and at the next
+# line it says whether anything reached its own port
+SQUAT = """
+import json, os, socket, sys
+folder, path, port, hub = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+def errno(act):
+    try:
+        act()
+    except OSError as exc:
+        return exc.errno
+unix = lambda: socket.socket(socket.AF_UNIX)
+tcp = socket.socket()
+tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+if errno(lambda: tcp.bind(("127.0.0.1", 9999))):
+    tcp.bind(("127.0.0.1", 0))
+tcp.listen()
+def ask(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as direct:
+        try:
+            direct.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+            return direct.recv(100).decode()
+        except (ConnectionResetError, BrokenPipeError):
+            return ""
+print(json.dumps({"direct": ask(port)}), flush=True)
+sys.stdin.readline()
+print(json.dumps({"port": errno(lambda: socket.socket().bind(("127.0.0.1", port))),
+                  "hub": errno(lambda: socket.socket().bind(("127.0.0.1", hub))),
+                  "list": errno(lambda: os.listdir(folder)), "connect": errno(lambda: unix().connect(path)),
+                  "take": errno(lambda: unix().bind(path)), "beside": errno(lambda: unix().bind(path + "2")),
+                  "move": errno(lambda: os.rename(folder, folder + ".old"))}), flush=True)
+sys.stdin.readline()
+tcp.setblocking(False)
+print(json.dumps({"reached": errno(tcp.accept) is None}), flush=True)
+"""
+
+
+def _processes(uid, name):
+    """The process ids of ``uid`` whose command line holds ``name``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            with open(f"/proc/{pid}/status") as fh:
+                owner = int(re.search(r"^Uid:\s+(\d+)", fh.read(), re.M)[1])
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                if owner == uid and name.encode() in fh.read():
+                    found.append(int(pid))
+    return found
+
+
+def _tcp_ports(pid):
+    """The TCP ports process ``pid`` listens on."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            if (found := re.fullmatch(r"socket:\[(\d+)\]", os.readlink(f"/proc/{pid}/fd/{fd}"))):
+                inodes.add(found[1])
+    ports = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as fh:
+            for fields in (line.split() for line in list(fh)[1:]):
+                if fields[3] == "0A" and fields[9] in inodes:           # LISTEN
+                    ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def _refused(path):
+    """Whether connecting to the Unix socket ``path`` is refused: nothing listens there."""
+    with socket.socket(socket.AF_UNIX) as unix:
+        try:
+            unix.connect(path)
+        except (ConnectionRefusedError, FileNotFoundError):
+            return True
+    return False
+
+
+def _formgrader_down(hub, ta, student):
+    """formgrader listens on no TCP port, and its port answers root alone. With formgrader gone
+    (killed, as a crash would leave it), a student can take neither its port nor the hub's, enter
+    its socket's folder, connect to its socket nor put one of their own there, and the TCP port they
+    listen on gets nothing: the TA gets the proxy's 503."""
+    formgrader = _processes(pwd.getpwnam(hub.grader).pw_uid, "jupyterhub-singleuser")
+    assert formgrader and not any(_tcp_ports(pid) for pid in formgrader), formgrader
+    folder = os.path.dirname(hub.formgrader_socket)
+    squat = [sys.executable, "-c", SQUAT, folder, hub.formgrader_socket, str(hub.formgrader_port), str(hub.hub_api)]
+    with hub.accounts.started(student, squat) as squatting:
+        asked = json.loads(squatting.stdout.readline())          # listening, and refused at formgrader's port
+        for pid in formgrader:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while not _refused(hub.formgrader_socket) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        squatting.stdin.write("down\n")
+        squatting.stdin.flush()
+        tried = json.loads(squatting.stdout.readline())
+        response = ta.goto(f"{hub.formgrader}/formgrader")
+        _shot(ta, "ta-9-formgrader-down", SHOTS)
+        squatting.stdin.write("done\n")
+        squatting.stdin.flush()
+        reached = json.loads(squatting.stdout.readline())
+    assert asked == {"direct": ""}, asked
+    assert tried == dict.fromkeys(("port", "hub", "list", "connect", "take", "beside", "move"), errno.EACCES), tried
+    assert reached == {"reached": False} and response.status == 503, (reached, response.status, response.url)
