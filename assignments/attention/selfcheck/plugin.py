@@ -22,7 +22,7 @@ import pytest
 from selfcheck import manifest, notes
 from selfcheck.checks import CheckFailed
 from selfcheck.program import NotebookError, program, read_notebook
-from selfcheck.student import Student, StudentError
+from selfcheck.student import InfrastructureError, Student, StudentError
 
 FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the assignment folder
 
@@ -71,6 +71,16 @@ SESSION = pytest.StashKey[_Session]()     # the session's _Session, on pytest's 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION] = _Session(config)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Start the notebook's process now: its Python and numpy load while pytest collects the
+    checks, and its cells at the first check, `every cell loads`."""
+    if not session.config.option.collectonly:
+        try:
+            session.config.stash[SESSION].handle().begin()
+        except InfrastructureError:
+            pass                # it is started again at the first check, which reports why it failed
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
