@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from selfcheck.causes import said
+
 EPS32 = float(np.finfo(np.float32).eps)     # 1.19e-7: the precision a float32 result has
 FLOAT32_ULPS = 64       # measured: see `tolerance`
 RTOL = 1e-9             # float64 code, any order of summation
@@ -28,11 +30,6 @@ class CheckFailed(AssertionError):
     def __init__(self, finding: str, diagnosis: str | None = None, mistake: str | None = None) -> None:
         super().__init__(said(finding, diagnosis))
         self.finding, self.diagnosis, self.mistake = finding, diagnosis, mistake
-
-
-def said(finding: str, diagnosis: str | None) -> str:
-    """A failure as the student reads it: what came back, then the likely mistake."""
-    return f"{finding.rstrip('.')}. Likely mistake: {diagnosis}." if diagnosis else finding
 
 
 def label(doc: str | None, params: dict | None = None) -> str:
