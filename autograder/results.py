@@ -10,7 +10,7 @@ held its diagnosis in words and no ``diagnosis`` beside it.
 import dataclasses
 from dataclasses import dataclass, field
 
-from selfcheck.checks import said
+from selfcheck.causes import said
 
 VERSION = 3
 GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's

@@ -22,13 +22,21 @@ import selfcheck
 import selfcheck.manifest
 from autograder import chapter
 from autograder.config import Assignment, Course
+from autograder.suites import PYTEST_LEAN
 from selfcheck.program import read_notebook, source
 
 SELFCHECK = os.path.dirname(os.path.abspath(selfcheck.__file__))
 RUNNER = ("__init__", "plugin", "child")     # `pytest`, the check cells, the student's process
 CONFTEST = ('"""Lets `pytest` here run the public checks against the notebook in this folder."""\n\n'
             'pytest_plugins = ["selfcheck.plugin"]\n')
-PYTEST_INI = "[pytest]\naddopts = -p no:cacheprovider\n"
+# pytest in the folder runs as grading runs the suites (PYTEST_LEAN): the kit's plugin alone, none found
+# among the installed packages (loading them took longer than the checks), no assertion rewriting (the
+# checks raise CheckFailed; bytecode is not cached in a read-only folder, so the kit would be rewritten
+# at every run), no garbage collection at the end. --disable-plugin-autoload needs pytest 8.4:
+# minversion says so to an older one, where the option would be an unknown argument.
+PYTEST_INI = ("[pytest]\n"
+              "minversion = 8.4\n"
+              f"addopts = {' '.join(PYTEST_LEAN)}\n")
 
 
 def count_tests(path: str) -> int:

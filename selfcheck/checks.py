@@ -8,10 +8,13 @@ likely mistake travels as data beside the words (``diagnosis`` and the catalogue
 ``mistake`` id), so nothing downstream ever reads it back out of a message.
 """
 
+import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from selfcheck.causes import said
 
 EPS32 = float(np.finfo(np.float32).eps)     # 1.19e-7: the precision a float32 result has
 FLOAT32_ULPS = 64       # measured: see `tolerance`
@@ -27,11 +30,6 @@ class CheckFailed(AssertionError):
     def __init__(self, finding: str, diagnosis: str | None = None, mistake: str | None = None) -> None:
         super().__init__(said(finding, diagnosis))
         self.finding, self.diagnosis, self.mistake = finding, diagnosis, mistake
-
-
-def said(finding: str, diagnosis: str | None) -> str:
-    """A failure as the student reads it: what came back, then the likely mistake."""
-    return f"{finding.rstrip('.')}. Likely mistake: {diagnosis}." if diagnosis else finding
 
 
 def label(doc: str | None, params: dict | None = None) -> str:
@@ -239,7 +237,7 @@ def implied_scale(weights: Any, raw_scores: Any) -> float | None:
             if not np.isfinite(scale) or np.abs(dl - ds / scale).max() > 1e-3 * (1 + np.abs(dl).max()):
                 return None
             found.append(scale)
-    return float(np.median(found)) if found else None
+    return statistics.median(found) if found else None     # np.median would import numpy.ma: 20 ms
 
 
 def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",

@@ -6,6 +6,10 @@ student's process sends can run code in the grader's. Everything that
 crosses is untrusted: :func:`parse` bounds the size and the number of parts
 of a message before parsing it, and every string is made clean text
 (:func:`clean_text`) as it is rebuilt, once, here.
+
+numpy is imported when the first value crosses (:func:`_numpy`), not with this module: the
+self-check starts the student's process before pytest has imported numpy, so that both load
+it side by side (:mod:`selfcheck.plugin`).
 """
 
 import base64
@@ -17,16 +21,27 @@ import unicodedata
 
 from typing import Any
 
-import numpy as np
-
 _DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "float32", "float64"}
-_NAMES = {np.dtype(name): name for name in _DTYPES}     # dtype.name is slow to ask, often
+_NAMES: dict[Any, str] = {}      # dtype -> its name (dtype.name is slow to ask, often): see _numpy
 MAX_DEPTH = 20
 MAX_BYTES = 16 << 20        # one message from the student's process
 MAX_PARTS = 200_000         # lists and dicts in one message (each costs the parser memory)
 MAX_TEXT = 65_536           # characters of one string
 _BAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+np: Any = None      # numpy, once _numpy() has imported it
+
+
+def _numpy() -> None:
+    """Import numpy, and fill the tables made from its dtypes, the first time a value crosses."""
+    global np
+    if np is None:
+        import numpy
+        _NAMES.update({numpy.dtype(name): name for name in _DTYPES})
+        _DTYPE_OF.update({i: numpy.dtype(name) for name, i in _CODES.items()})
+        np = numpy
 
 
 class WireError(ValueError):
@@ -60,6 +75,7 @@ def parse(line: bytes) -> Any:
 
 def encode(value: Any, _depth: int = 0) -> Any:
     """Turn a result into JSON-able plain data."""
+    _numpy()
     if _depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
     if value is None or isinstance(value, (bool, str)):
@@ -91,6 +107,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
 
 def decode(data: Any) -> Any:
     """Rebuild plain data; anything outside the allow-list is refused (WireError)."""
+    _numpy()
     try:
         return _decode(data, 0)
     except WireError:
@@ -150,7 +167,7 @@ def loads(text: str | bytes) -> Any:
 # than the call itself. The values and the limits are those of encode/decode above.
 
 _CODES = {name: i for i, name in enumerate(sorted(_DTYPES))}
-_DTYPE_OF = {i: np.dtype(name) for name, i in _CODES.items()}
+_DTYPE_OF: dict[int, Any] = {}      # code -> dtype: see _numpy
 _U32, _I64, _F64 = struct.Struct("<I"), struct.Struct("<q"), struct.Struct("<d")
 _ARRAY_HEAD = struct.Struct("<BB")                       # dtype code, number of dimensions
 _SHAPES = [struct.Struct(f"<{n}Q") for n in range(33)]
@@ -159,6 +176,7 @@ FRAME = _U32          # each message on that channel: its length, then its bytes
 
 def pack(value: Any) -> bytes:
     """``value`` as bytes (:func:`unpack` rebuilds it): what :func:`encode` allows, nothing more."""
+    _numpy()
     out: list[bytes] = []
     _pack(value, out, 0)
     return b"".join(out)
@@ -217,6 +235,7 @@ def unpack(data: bytes) -> Any:
     """Rebuild what :func:`pack` made; anything else (short, malformed, too large) is a WireError."""
     if len(data) > MAX_BYTES:
         raise WireError(f"a message larger than {MAX_BYTES >> 20} MB")
+    _numpy()
     reader = _Reader(bytes(data))
     try:
         value = reader.value(0)

@@ -187,6 +187,17 @@ def test_the_release_tells_the_kit_the_limits_and_each_part_s_names(course):
         assert [manifest.part_of(info, p.public_file) for p in assignment.parts] == [p.id for p in assignment.parts]
 
 
+def test_pytest_in_a_released_folder_loads_its_plugin_without_numpy(course):
+    """The self-check starts the notebook's process as pytest configures, before anything has
+    imported numpy: the two processes load it side by side (a tenth of a second of every run)."""
+    import subprocess
+    import sys
+    for assignment in course.assignments:
+        run = subprocess.run([sys.executable, "-c", "import sys, selfcheck.plugin; print('numpy' in sys.modules)"],
+                             cwd=course.release(assignment), capture_output=True, text=True)
+        assert run.stdout.strip() == "False", (assignment.id, run.stdout, run.stderr[-2000:])
+
+
 def test_every_jail_starts_a_process_the_same_way():
     """The grader's two sandboxes and the student's unconfined self-check answer one interface."""
     import inspect

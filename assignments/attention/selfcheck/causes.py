@@ -3,7 +3,8 @@
 The process that ran the student's code names the cause of an exception it caught, one
 word of the closed list below, decided on the exception object where it was raised; the
 check that receives it takes the words a student reads from here. The cause travels as
-data beside the error's message, and a message is never read to find one.
+data beside the error's message, and a message is never read to find one. Every failure,
+a check's or the student's process's, reads as :func:`said` puts it.
 """
 
 # cause -> (mistake id, the likely mistake in words)
@@ -25,6 +26,11 @@ def of(exc: BaseException) -> str | None:
     if "mismatch in its core dimension" in text:
         return "matmul"
     return None
+
+
+def said(finding: str, diagnosis: str | None) -> str:
+    """A failure as the student reads it: what came back, then the likely mistake."""
+    return f"{finding.rstrip('.')}. Likely mistake: {diagnosis}." if diagnosis else finding
 
 
 def diagnosis(cause: str | None) -> tuple[str | None, str | None]:

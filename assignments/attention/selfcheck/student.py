@@ -46,7 +46,7 @@ import uuid
 from typing import Any
 
 from selfcheck import causes, wire
-from selfcheck.checks import said
+from selfcheck.causes import said
 from selfcheck.clock import Clock, tree_meter
 from selfcheck.launch import Jail, Unconfined
 from selfcheck.limits import Limits

@@ -23,6 +23,8 @@ import sys
 import traceback
 from typing import IO
 
+import numpy  # noqa: F401 - loaded before "ready": a numpy that does not load is the grader's failure
+
 from selfcheck import causes, wire
 
 PRINT_TAIL = 2000

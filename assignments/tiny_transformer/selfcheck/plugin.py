@@ -10,6 +10,10 @@ part runs with the reference version of the other parts.
 
 The first check, ``<notebook>::every cell loads``, fails when a solution cell
 raised while loading (a SyntaxError, say), naming the cell and the line.
+
+The notebook's process starts as pytest configures, before anything here imports numpy
+(:mod:`selfcheck.checks` is imported where a check's outcome is read): its Python and numpy
+load while pytest loads numpy and collects the checks.
 """
 
 import os
@@ -20,9 +24,8 @@ from typing import Any
 import pytest
 
 from selfcheck import manifest, notes
-from selfcheck.checks import CheckFailed
 from selfcheck.program import NotebookError, program, read_notebook
-from selfcheck.student import Student, StudentError
+from selfcheck.student import InfrastructureError, Student, StudentError
 
 FOLDER = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the assignment folder
 
@@ -70,7 +73,13 @@ SESSION = pytest.StashKey[_Session]()     # the session's _Session, on pytest's 
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.stash[SESSION] = _Session(config)
+    """Read the notebook and start its process: the cells load at the first check."""
+    session = config.stash[SESSION] = _Session(config)
+    if not (config.option.collectonly or config.option.help):
+        try:
+            session.handle().begin()
+        except InfrastructureError:
+            pass                # it is started again at the first check, which reports why it failed
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -88,6 +97,7 @@ class _Loads(pytest.Item):
     """Every solution cell of the notebook loads."""
 
     def runtest(self) -> None:
+        from selfcheck.checks import CheckFailed
         failures = self.config.stash[SESSION].load_failures()
         if failures:
             raise CheckFailed("\n".join(failures))
@@ -128,6 +138,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
     report = outcome.get_result()
     if call.when != "call" or call.excinfo is None:
         return
+    from selfcheck.checks import CheckFailed
     session = item.config.stash[SESSION]
     part = manifest.part_of(session.info, item.path.name)
     if part:
