@@ -187,6 +187,59 @@ def test_a_huge_markdown_cell_is_shown_as_text_not_rendered_at_the_graders_cost(
     assert "<strong>keys</strong>" in nb.cells[1].source
 
 
+# --- CheckCellMetadata ----------------------------------------------------------------------------
+
+def _metadata_cases():
+    """(name, notebook): valid ones, and one of every way nbgrader's check refuses a notebook."""
+    valid = _released()
+    cases = {"valid": valid, "no nbgrader metadata": new_notebook(cells=[new_code_cell("x = 1")])}
+
+    def changed(name, i, **meta):
+        nb = copy.deepcopy(valid)
+        nb.cells[i].metadata.nbgrader.update(meta)
+        for key in [k for k, v in meta.items() if v is None]:
+            del nb.cells[i].metadata.nbgrader[key]
+        cases[name] = nb
+    changed("points not a number", 3, points="four")
+    changed("no points", 3, points=None)
+    changed("no grade id", 1, grade_id=None)
+    changed("an empty grade id", 1, grade_id="")
+    changed("a duplicate grade id", 4, grade_id="softmax")
+    changed("an unknown key", 0, colour="red")
+    changed("locked not a flag", 0, locked="yes")
+    changed("schema too old", 0, schema_version=2)
+    changed("schema too new", 0, schema_version=4)
+    nb = copy.deepcopy(valid)
+    nb.cells.append(new_markdown_cell("answer", metadata={"nbgrader": {
+        "grade_id": "answer", "grade": True, "solution": False, "locked": False, "points": 1, "schema_version": 3}}))
+    cases["a markdown grade cell that is not a solution"] = nb
+    return cases
+
+
+def _outcome(check, nb):
+    try:
+        check(nb)
+    except Exception as exc:  # noqa: BLE001 - the outcome compared is the exception itself
+        return type(exc), str(exc)
+    return None
+
+
+@pytest.mark.parametrize("case", sorted(_metadata_cases()))
+def test_check_cell_metadata_accepts_and_refuses_as_nbgrader_s_own(case):
+    """The course's CheckCellMetadata (the schema checked once) accepts what nbgrader's accepts
+    and raises what nbgrader's raises, with its words, on every way the metadata can be wrong."""
+    from nbgrader.nbgraderformat import MetadataValidator
+    from nbgrader.preprocessors import CheckCellMetadata as Nbgraders
+
+    from autograder.nbgrader.preprocessors import CheckCellMetadata
+    nb = _metadata_cases()[case]
+    for _ in range(2):        # the second time with the validator built the first time
+        assert _outcome(lambda n: CheckCellMetadata().preprocess(n, {}), copy.deepcopy(nb)) == \
+            _outcome(lambda n: Nbgraders().preprocess(n, {}), copy.deepcopy(nb))
+    assert (case == "valid" or case.startswith("no nbgrader")) == \
+        (_outcome(lambda n: MetadataValidator().validate_nb(n), nb) is None)
+
+
 # --- Refuse, and nbgrader's configuration -----------------------------------------------------------
 
 def test_refuse_stops_the_converter_with_course_yaml_s_problem():
@@ -223,7 +276,7 @@ def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
     names = _ours(cfg)
     assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeReleaseFeedback", "SafeCsvExport",
                                                     "RestoreCells", "SanitizeMarkdown", "ApplyResults",
-                                                    "AddSelfCheckKit", "CourseLatePenalties"}
+                                                    "AddSelfCheckKit", "CourseLatePenalties", "CheckCellMetadata"}
     for name in names:
         assert isinstance(import_item(name), type), name
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700

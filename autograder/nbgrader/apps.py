@@ -24,7 +24,7 @@ from autograder.config import Assignment, Course
 from autograder.errors import NbgraderError
 from autograder.nbgrader.converters import SafeAutograde, SafeFeedback
 from autograder.nbgrader.plugins import SafeCsvExport
-from autograder.nbgrader.settings import settings
+from autograder.nbgrader.settings import generate_preprocessors, settings
 
 _GENERIC_ERROR = re.compile(r"There was an error processing|Please see the|Traceback")
 _RAISED = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
@@ -78,6 +78,7 @@ def generate(course: Course, assignment: Assignment, release_dir: str | None = N
              source_dir: str | None = None) -> None:
     """nbgrader generate_assignment: the release, and the assignment in the gradebook."""
     cfg = settings(course, out)
+    cfg.GenerateAssignment.preprocessors = generate_preprocessors()
     if release_dir:
         cfg.CourseDirectory.release_directory = release_dir
     if source_dir:
