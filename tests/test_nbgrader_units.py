@@ -9,6 +9,7 @@ import sqlite3
 import stat
 
 import nbformat
+import nbgrader.api
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.api import Gradebook
@@ -441,3 +442,33 @@ def test_the_schema_version_read_here_is_what_alembic_prints():
         printed = subprocess.check_output([os.path.join(os.path.dirname(sys.executable), "alembic"), "-c", ini,
                                            "heads"], text=True)
     assert printed.split()[0] == alembic_head.head()
+
+
+def test_gradebooks_of_one_url_share_an_engine_each_with_its_own_session(tmp_path):
+    """Every Gradebook nbgrader opens on a URL gets the process's one engine (its compiled
+    statements kept), with a session of its own: what one has not committed the other does not
+    see, one closing leaves the other working, and a gradebook deleted and made again is read
+    afresh, no connection left open on the old file."""
+    from nbgrader.api import MissingEntry
+    from autograder.nbgrader import shared_engine  # noqa: F401 - what every module running nbgrader imports
+    path = tmp_path / "gradebook.db"
+    url = f"sqlite:///{path}"
+    with Gradebook(url) as one, Gradebook(url) as other:
+        assert one.engine is other.engine and one.db is not other.db
+        one.add_student("ann")
+        one.db.add(nbgrader.api.Student(id="ben"))
+        one.db.flush()
+        with pytest.raises(MissingEntry):
+            other.find_student("ben")
+        one.db.commit()
+        one.close()
+        assert other.find_student("ben").id == "ben"
+        other.add_student("cleo")
+    with Gradebook(url) as again:
+        assert [s.id for s in again.students] == ["ann", "ben", "cleo"]
+    path.unlink()
+    with Gradebook(url) as made_again:
+        assert made_again.students == []
+    with Gradebook(f"sqlite:///{tmp_path / 'other.db'}") as elsewhere:
+        assert elsewhere.engine is not made_again.engine
+

@@ -20,6 +20,7 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
+from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder.config import Assignment, Course
 from autograder.errors import NbgraderError
 from autograder.nbgrader.converters import SafeAutograde, SafeFeedback

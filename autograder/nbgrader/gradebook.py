@@ -13,6 +13,7 @@ from nbgrader.api import Gradebook, MissingEntry
 
 from autograder import late
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
+from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder.config import Course
 from autograder.results import Submission
 from autograder.nbgrader.settings import settings
