@@ -472,3 +472,31 @@ def test_gradebooks_of_one_url_share_an_engine_each_with_its_own_session(tmp_pat
     with Gradebook(f"sqlite:///{tmp_path / 'other.db'}") as elsewhere:
         assert elsewhere.engine is not made_again.engine
 
+
+@pytest.mark.slow      # runs nbgrader's generate_assignment, and `course release`
+def test_a_release_is_registered_once_and_again_when_its_points_change(course_copy, tmp_path, monkeypatch):
+    from autograder import cli
+    from autograder.nbgrader import apps, gradebook
+
+    def only_first(raw):
+        raw["assignments"] = dict([next(iter(raw["assignments"].items()))])
+    copy = course_copy(only_first)
+    assignment, out = copy.assignments[0], str(tmp_path / "out")
+    settings.write_course_folder(copy, out)
+    assert not gradebook.holds_release(copy, assignment, out)
+    apps.register(copy, assignment, out)
+    assert gradebook.holds_release(copy, assignment, out)
+    with monkeypatch.context() as patched:
+        patched.setattr(apps, "generate", lambda *args, **kwargs: pytest.fail("registered again, unchanged"))
+        apps.register(copy, assignment, out)
+
+    part = assignment.parts[0]
+    changed = course_copy(lambda raw: raw["assignments"][assignment.id]["parts"][part.id].update(
+        points=part.points + 1))
+    assert cli.main(["--config", changed.path, "release"]) == 0
+    assert not gradebook.holds_release(changed, assignment, out)
+    apps.register(changed, assignment, out)
+    assert gradebook.holds_release(changed, assignment, out)
+    with Gradebook(settings.settings(changed, out).CourseDirectory.db_url, changed.course_id) as gb:
+        cell = gb.find_grade_cell(part.check_cell, os.path.splitext(assignment.notebook)[0], assignment.id)
+        assert cell.max_score == part.points + 1

@@ -24,6 +24,7 @@ from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gra
 from autograder.config import Assignment, Course
 from autograder.errors import NbgraderError
 from autograder.nbgrader.converters import SafeAutograde, SafeFeedback
+from autograder.nbgrader.gradebook import holds_release
 from autograder.nbgrader.plugins import SafeCsvExport
 from autograder.nbgrader.settings import generate_preprocessors, settings
 
@@ -88,7 +89,10 @@ def generate(course: Course, assignment: Assignment, release_dir: str | None = N
 
 
 def register(course: Course, assignment: Assignment, out: str) -> None:
-    """Put the assignment's notebooks and grade cells in ``out``'s gradebook."""
+    """Put the assignment's notebooks and grade cells in ``out``'s gradebook, unless it holds
+    this very release already (nbgrader's generate_assignment takes seconds, and would change nothing)."""
+    if holds_release(course, assignment, out):
+        return
     with tempfile.TemporaryDirectory() as scratch:
         generate(course, assignment, release_dir=scratch, out=out)
 

@@ -5,16 +5,18 @@ formgrader and any part's score overridden there (:func:`scores`); tests enter a
 formgrader's API does (:func:`set_manual_grade`).
 """
 
+import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
 from autograder import late
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
-from autograder.config import Course
+from autograder.config import Assignment, Course
 from autograder.results import Submission
 from autograder.nbgrader.settings import settings
 
@@ -105,6 +107,45 @@ def release_mismatch(course: Course, out: str) -> str | None:
                         "nbgrader cannot change the cells of an assignment that has hand-ins; put the "
                         "release back (git checkout assignments/ solutions/) or grade into a new folder")
     return None
+
+
+def holds_release(course: Course, assignment: Assignment, out: str) -> bool:
+    """Whether ``out``'s gradebook already holds the release of ``assignment`` in ``assignments/``
+    as nbgrader's generate_assignment records it (so generating it again would change nothing):
+    the same notebooks, each with the same kernel and the same source cells (type, locked, text,
+    checksum), grade and task cells (points, type) and solution cells. Read from the gradebook's
+    own records, so a release that changed anything, points included, is registered again."""
+    import nbformat
+    if not course.db_url and not os.path.exists(os.path.join(out, "gradebook.db")):
+        return False
+    folder = course.release(assignment)
+    released = {os.path.splitext(name)[0]: _as_recorded(nbformat.read(os.path.join(folder, name), as_version=4))
+                for name in sorted(os.listdir(folder)) if name.endswith(".ipynb")}
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        try:
+            notebooks = gb.find_assignment(assignment.id).notebooks
+        except MissingEntry:
+            return False
+        held = {nb.name: {"kernel": json.loads(nb.kernelspec or "{}"),
+                          "source": {c.name: (c.cell_type, c.locked, c.source, c.checksum) for c in nb.source_cells},
+                          "grade": {c.name: (c.max_score, c.cell_type) for c in nb.grade_cells},
+                          "task": {c.name: (c.max_score, c.cell_type) for c in nb.task_cells},
+                          "solution": {c.name for c in nb.solution_cells}} for nb in notebooks}
+    return held == released
+
+
+def _as_recorded(nb: Any) -> dict:
+    """A released notebook's cells as nbgrader's SaveCells records them in the gradebook."""
+    marked = [c for c in nb.cells if "nbgrader" in c.metadata]
+    return {"kernel": nb.metadata.get("kernelspec", {}),
+            "source": {c.metadata.nbgrader["grade_id"]: (c.cell_type, is_locked(c), c.source,
+                                                        c.metadata.nbgrader.get("checksum"))
+                       for c in marked if is_grade(c) or is_solution(c) or is_locked(c) or is_task(c)},
+            "grade": {c.metadata.nbgrader["grade_id"]: (float(c.metadata.nbgrader["points"]), c.cell_type)
+                      for c in marked if is_grade(c)},
+            "task": {c.metadata.nbgrader["grade_id"]: (float(c.metadata.nbgrader["points"]), c.cell_type)
+                     for c in marked if is_task(c)},
+            "solution": {c.metadata.nbgrader["grade_id"] for c in marked if is_solution(c)}}
 
 
 def set_due(course: Course, entry: Any, submission: Any) -> None:
