@@ -10,7 +10,9 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader import api
+from nbgrader.api import (BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, SubmittedAssignment,
+                          SubmittedNotebook)
 from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
 from autograder import late
@@ -37,35 +39,45 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
             except MissingEntry:
                 continue
             notebook = os.path.splitext(assignment.notebook)[0]
+            checks = {part.check_cell: part.id for part in assignment.parts}
+            grades = _each_student(gb, Grade, assignment.id, notebook, [*assignment.written, *checks])
+            comments = _each_student(gb, Comment, assignment.id, notebook, list(assignment.written))
             for sub in gb.assignment_submissions(assignment.id):
                 written: dict[str, dict] = {}
                 for cell, points in assignment.written.items():
-                    try:
-                        grade = gb.find_grade(cell, notebook, assignment.id, sub.student_id)
-                    except MissingEntry:
+                    grade = grades.get((sub.student_id, cell))
+                    if grade is None:
                         written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
                         continue
                     graded = grade.manual_score is not None or not grade.needs_manual_grade
-                    try:        # the TA's comment in formgrader, which the student should get with the score
-                        comment = gb.find_comment(cell, notebook, assignment.id, sub.student_id).manual_comment
-                    except MissingEntry:
-                        comment = None
+                    # the TA's comment in formgrader, which the student should get with the score
+                    comment = comments.get((sub.student_id, cell))
                     written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
-                                     "graded": bool(graded), "comment": comment or ""}
+                                     "graded": bool(graded), "comment": (comment and comment.manual_comment) or ""}
                 overrides = {}      # a part's score an instructor set by hand in formgrader
-                for part in assignment.parts:
-                    try:
-                        grade = gb.find_grade(part.check_cell, notebook, assignment.id, sub.student_id)
-                    except MissingEntry:
-                        continue
-                    if grade.manual_score is not None:
-                        overrides[part.id] = float(grade.manual_score)
+                for cell, part in checks.items():
+                    grade = grades.get((sub.student_id, cell))
+                    if grade is not None and grade.manual_score is not None:
+                        overrides[part] = float(grade.manual_score)
                 found[sub.student_id, assignment.id] = {
                     "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
                     "penalty": float(sub.late_submission_penalty or 0.0),
                     "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
                     "overrides": overrides}
     return found
+
+
+def _each_student(gb: Gradebook, model: Any, assignment: str, notebook: str, cells: list[str]) -> dict:
+    """``{(student, cell): row}``: the gradebook's ``model`` rows (Grade or Comment) of ``cells`` in
+    every hand-in of ``notebook``, in one query where ``find_grade`` and ``find_comment`` make one each."""
+    rows = (gb.db.query(model, BaseCell.name, SubmittedAssignment.student_id)
+            .join(BaseCell, BaseCell.id == model.cell_id)
+            .join(SubmittedNotebook, SubmittedNotebook.id == model.notebook_id)
+            .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
+            .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
+            .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
+            .filter(api.Assignment.name == assignment, Notebook.name == notebook, BaseCell.name.in_(cells)))
+    return {(student, cell): row for row, cell, student in rows}
 
 
 def stranded(course: Course, out: str) -> str | None:
