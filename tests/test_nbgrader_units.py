@@ -500,3 +500,15 @@ def test_a_release_is_registered_once_and_again_when_its_points_change(course_co
     with Gradebook(settings.settings(changed, out).CourseDirectory.db_url, changed.course_id) as gb:
         cell = gb.find_grade_cell(part.check_cell, os.path.splitext(assignment.notebook)[0], assignment.id)
         assert cell.max_score == part.points + 1
+
+
+def test_course_late_penalties_reads_course_yaml_again_once_it_changes(course_copy):
+    """CourseLatePenalties parses course.yaml once, not for every notebook, and again as soon as its
+    text changes (a due date moved between two autogrades in formgrader's one process)."""
+    from autograder.nbgrader.preprocessors import courselatepenalties
+    copy_ = course_copy()
+    assert courselatepenalties._course(copy_.path) is courselatepenalties._course(copy_.path)
+    first = copy_.assignments[0].id
+    changed = course_copy(lambda raw: raw["assignments"][first].update(due="2030-01-02T03:04:00+00:00"))
+    assert courselatepenalties._course(changed.path).assignment(first).due == changed.assignment(first).due
+    assert changed.assignment(first).due != copy_.assignments[0].due
