@@ -102,6 +102,35 @@ def test_restorecells_overwrites_a_test_cell_the_student_edited(gradebook):
     assert check.source == "check('causal_mask')" and check.metadata["nbgrader"]["points"] == 3
 
 
+def test_restorecells_overwrites_a_hand_in_as_nbgrader_s_overwritecells_reading_its_cells_once(gradebook):
+    """Where nbgrader's OverwriteCells does not fail, RestoreCells leaves the very notebook it
+    leaves (edited locked and test cells put back, points as released, a grade id the gradebook
+    does not know dropped, a changed cell type undone), reading the gradebook's cells once where
+    nbgrader's reads them one query each."""
+    import sqlalchemy
+    nb = _released()
+    nb.cells[0].source = "import numpy as np  # and more"
+    nb.cells[3].metadata.nbgrader["points"] = 40
+    nb.cells[2] = new_markdown_cell("a table", metadata=nb.cells[2].metadata)
+    nb.cells.append(_cell("made_up", "x = 1", locked=True))
+    more = copy.deepcopy(nb)
+    more.cells += [_cell(f"made_up_{i}", "x = 1", locked=True) for i in range(10)]
+    queries = []
+    with Gradebook(gradebook) as gb:            # the process's engine for this gradebook
+        sqlalchemy.event.listen(gb.engine, "before_cursor_execute", lambda *args: queries.append(args[2]))
+
+    def overwritten(preprocessor, notebook):
+        queries.clear()
+        out, _ = preprocessor.preprocess(copy.deepcopy(notebook), _resources(gradebook))
+        return out, len(queries)
+    (theirs, few), (_, many) = overwritten(OverwriteCells(), nb), overwritten(OverwriteCells(), more)
+    assert many == few + 10
+    (ours, few), (_, many) = overwritten(RestoreCells(), nb), overwritten(RestoreCells(), more)
+    assert many == few
+    assert ours == theirs and ours.cells[0].source == "import numpy as np"
+    assert "made_up" not in [c.metadata.nbgrader.get("grade_id") for c in ours.cells]
+
+
 # --- ApplyResults ---------------------------------------------------------------------------------
 
 def _record(student, **changes):
