@@ -541,3 +541,19 @@ def test_course_late_penalties_reads_course_yaml_again_once_it_changes(course_co
     changed = course_copy(lambda raw: raw["assignments"][first].update(due="2030-01-02T03:04:00+00:00"))
     assert courselatepenalties._course(changed.path).assignment(first).due == changed.assignment(first).due
     assert changed.assignment(first).due != copy_.assignments[0].due
+
+
+def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_checked():
+    """rfc3987_syntax builds its Lark grammars only when jsonschema first checks an IRI, and then
+    answers as it does loaded up front."""
+    import subprocess
+    import sys
+    check = ("from jsonschema import FormatChecker; c = FormatChecker(); "
+             "print(c.conforms('http://example.com/ä', 'iri'), c.conforms('not an iri', 'iri'), "
+             "c.conforms('a b', 'iri-reference'))")
+    deferred = ("import sys; from autograder.nbgrader import apps; "
+                "assert 'rfc3987_syntax.syntax_helpers' not in sys.modules; " + check)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    said = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True).stdout
+            for code in (deferred, check)]
+    assert said[0] == said[1] == "True False False\n"
