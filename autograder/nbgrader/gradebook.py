@@ -128,9 +128,9 @@ def holds_release(course: Course, assignment: Assignment, out: str) -> bool:
     checksum), grade and task cells (points, type) and solution cells. Read from the gradebook's
     own records, so a release that changed anything, points included, is registered again."""
     import nbformat
-    if not course.db_url and not os.path.exists(os.path.join(out, "gradebook.db")):
-        return False
     folder = course.release(assignment)
+    if not os.path.isdir(folder) or (not course.db_url and not os.path.exists(os.path.join(out, "gradebook.db"))):
+        return False
     released = {os.path.splitext(name)[0]: _as_recorded(nbformat.read(os.path.join(folder, name), as_version=4))
                 for name in sorted(os.listdir(folder)) if name.endswith(".ipynb")}
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
