@@ -131,7 +131,10 @@ def test_the_page_agrees_with_the_csv_in_headless_chromium(course, graded_cohort
         cells = re.findall(r"<td[^>]*>(.*?)</td>", shown[key], flags=re.S)
         if row["students"]:
             assert row["students"] in [re.sub("<[^>]+>", "", c) for c in cells], (key, cells)
-    assert dom.stdout.count("<img") >= 2       # a histogram per assignment, the times
+    pictures = re.findall(r'<svg [^>]*aria-label="([^"]*)"', dom.stdout)      # inline, drawn in the page
+    assert pictures == ["histogram of the scores of softmax in attention",
+                        "histogram of the scores of causal_mask in attention",
+                        "histogram of the seconds each submission took"], pictures
 
     os.makedirs(ARTIFACTS, exist_ok=True)
     shot = os.path.join(ARTIFACTS, "cohort_report.png")

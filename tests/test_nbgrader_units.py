@@ -9,6 +9,7 @@ import sqlite3
 import stat
 
 import nbformat
+import nbgrader.api
 import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.api import Gradebook
@@ -101,6 +102,35 @@ def test_restorecells_overwrites_a_test_cell_the_student_edited(gradebook):
     assert check.source == "check('causal_mask')" and check.metadata["nbgrader"]["points"] == 3
 
 
+def test_restorecells_overwrites_a_hand_in_as_nbgrader_s_overwritecells_reading_its_cells_once(gradebook):
+    """Where nbgrader's OverwriteCells does not fail, RestoreCells leaves the very notebook it
+    leaves (edited locked and test cells put back, points as released, a grade id the gradebook
+    does not know dropped, a changed cell type undone), reading the gradebook's cells once where
+    nbgrader's reads them one query each."""
+    import sqlalchemy
+    nb = _released()
+    nb.cells[0].source = "import numpy as np  # and more"
+    nb.cells[3].metadata.nbgrader["points"] = 40
+    nb.cells[2] = new_markdown_cell("a table", metadata=nb.cells[2].metadata)
+    nb.cells.append(_cell("made_up", "x = 1", locked=True))
+    more = copy.deepcopy(nb)
+    more.cells += [_cell(f"made_up_{i}", "x = 1", locked=True) for i in range(10)]
+    queries = []
+    with Gradebook(gradebook) as gb:            # the process's engine for this gradebook
+        sqlalchemy.event.listen(gb.engine, "before_cursor_execute", lambda *args: queries.append(args[2]))
+
+    def overwritten(preprocessor, notebook):
+        queries.clear()
+        out, _ = preprocessor.preprocess(copy.deepcopy(notebook), _resources(gradebook))
+        return out, len(queries)
+    (theirs, few), (_, many) = overwritten(OverwriteCells(), nb), overwritten(OverwriteCells(), more)
+    assert many == few + 10
+    (ours, few), (_, many) = overwritten(RestoreCells(), nb), overwritten(RestoreCells(), more)
+    assert many == few
+    assert ours == theirs and ours.cells[0].source == "import numpy as np"
+    assert "made_up" not in [c.metadata.nbgrader.get("grade_id") for c in ours.cells]
+
+
 # --- ApplyResults ---------------------------------------------------------------------------------
 
 def _record(student, **changes):
@@ -187,6 +217,59 @@ def test_a_huge_markdown_cell_is_shown_as_text_not_rendered_at_the_graders_cost(
     assert "<strong>keys</strong>" in nb.cells[1].source
 
 
+# --- CheckCellMetadata ----------------------------------------------------------------------------
+
+def _metadata_cases():
+    """(name, notebook): valid ones, and one of every way nbgrader's check refuses a notebook."""
+    valid = _released()
+    cases = {"valid": valid, "no nbgrader metadata": new_notebook(cells=[new_code_cell("x = 1")])}
+
+    def changed(name, i, **meta):
+        nb = copy.deepcopy(valid)
+        nb.cells[i].metadata.nbgrader.update(meta)
+        for key in [k for k, v in meta.items() if v is None]:
+            del nb.cells[i].metadata.nbgrader[key]
+        cases[name] = nb
+    changed("points not a number", 3, points="four")
+    changed("no points", 3, points=None)
+    changed("no grade id", 1, grade_id=None)
+    changed("an empty grade id", 1, grade_id="")
+    changed("a duplicate grade id", 4, grade_id="softmax")
+    changed("an unknown key", 0, colour="red")
+    changed("locked not a flag", 0, locked="yes")
+    changed("schema too old", 0, schema_version=2)
+    changed("schema too new", 0, schema_version=4)
+    nb = copy.deepcopy(valid)
+    nb.cells.append(new_markdown_cell("answer", metadata={"nbgrader": {
+        "grade_id": "answer", "grade": True, "solution": False, "locked": False, "points": 1, "schema_version": 3}}))
+    cases["a markdown grade cell that is not a solution"] = nb
+    return cases
+
+
+def _outcome(check, nb):
+    try:
+        check(nb)
+    except Exception as exc:  # noqa: BLE001 - the outcome compared is the exception itself
+        return type(exc), str(exc)
+    return None
+
+
+@pytest.mark.parametrize("case", sorted(_metadata_cases()))
+def test_check_cell_metadata_accepts_and_refuses_as_nbgrader_s_own(case):
+    """The course's CheckCellMetadata (the schema checked once) accepts what nbgrader's accepts
+    and raises what nbgrader's raises, with its words, on every way the metadata can be wrong."""
+    from nbgrader.nbgraderformat import MetadataValidator
+    from nbgrader.preprocessors import CheckCellMetadata as Nbgraders
+
+    from autograder.nbgrader.preprocessors import CheckCellMetadata
+    nb = _metadata_cases()[case]
+    for _ in range(2):        # the second time with the validator built the first time
+        assert _outcome(lambda n: CheckCellMetadata().preprocess(n, {}), copy.deepcopy(nb)) == \
+            _outcome(lambda n: Nbgraders().preprocess(n, {}), copy.deepcopy(nb))
+    assert (case == "valid" or case.startswith("no nbgrader")) == \
+        (_outcome(lambda n: MetadataValidator().validate_nb(n), nb) is None)
+
+
 # --- Refuse, and nbgrader's configuration -----------------------------------------------------------
 
 def test_refuse_stops_the_converter_with_course_yaml_s_problem():
@@ -223,7 +306,7 @@ def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
     names = _ours(cfg)
     assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeReleaseFeedback", "SafeCsvExport",
                                                     "RestoreCells", "SanitizeMarkdown", "ApplyResults",
-                                                    "AddSelfCheckKit", "CourseLatePenalties"}
+                                                    "AddSelfCheckKit", "CourseLatePenalties", "CheckCellMetadata"}
     for name in names:
         assert isinstance(import_item(name), type), name
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700
@@ -388,3 +471,89 @@ def test_the_schema_version_read_here_is_what_alembic_prints():
         printed = subprocess.check_output([os.path.join(os.path.dirname(sys.executable), "alembic"), "-c", ini,
                                            "heads"], text=True)
     assert printed.split()[0] == alembic_head.head()
+
+
+def test_gradebooks_of_one_url_share_an_engine_each_with_its_own_session(tmp_path):
+    """Every Gradebook nbgrader opens on a URL gets the process's one engine (its compiled
+    statements kept), with a session of its own: what one has not committed the other does not
+    see, one closing leaves the other working, and a gradebook deleted and made again is read
+    afresh, no connection left open on the old file."""
+    from nbgrader.api import MissingEntry
+    from autograder.nbgrader import shared_engine  # noqa: F401 - what every module running nbgrader imports
+    path = tmp_path / "gradebook.db"
+    url = f"sqlite:///{path}"
+    with Gradebook(url) as one, Gradebook(url) as other:
+        assert one.engine is other.engine and one.db is not other.db
+        one.add_student("ann")
+        one.db.add(nbgrader.api.Student(id="ben"))
+        one.db.flush()
+        with pytest.raises(MissingEntry):
+            other.find_student("ben")
+        one.db.commit()
+        one.close()
+        assert other.find_student("ben").id == "ben"
+        other.add_student("cleo")
+    with Gradebook(url) as again:
+        assert [s.id for s in again.students] == ["ann", "ben", "cleo"]
+    path.unlink()
+    with Gradebook(url) as made_again:
+        assert made_again.students == []
+    with Gradebook(f"sqlite:///{tmp_path / 'other.db'}") as elsewhere:
+        assert elsewhere.engine is not made_again.engine
+
+
+@pytest.mark.slow      # runs nbgrader's generate_assignment, and `course release`
+def test_a_release_is_registered_once_and_again_when_its_points_change(course_copy, tmp_path, monkeypatch):
+    from autograder import cli
+    from autograder.nbgrader import apps, gradebook
+
+    def only_first(raw):
+        raw["assignments"] = dict([next(iter(raw["assignments"].items()))])
+    copy = course_copy(only_first)
+    assignment, out = copy.assignments[0], str(tmp_path / "out")
+    settings.write_course_folder(copy, out)
+    assert not gradebook.holds_release(copy, assignment, out)
+    apps.register(copy, assignment, out)
+    assert gradebook.holds_release(copy, assignment, out)
+    with monkeypatch.context() as patched:
+        patched.setattr(apps, "generate", lambda *args, **kwargs: pytest.fail("registered again, unchanged"))
+        apps.register(copy, assignment, out)
+
+    part = assignment.parts[0]
+    changed = course_copy(lambda raw: raw["assignments"][assignment.id]["parts"][part.id].update(
+        points=part.points + 1))
+    assert cli.main(["--config", changed.path, "release"]) == 0
+    assert not gradebook.holds_release(changed, assignment, out)
+    apps.register(changed, assignment, out)
+    assert gradebook.holds_release(changed, assignment, out)
+    with Gradebook(settings.settings(changed, out).CourseDirectory.db_url, changed.course_id) as gb:
+        cell = gb.find_grade_cell(part.check_cell, os.path.splitext(assignment.notebook)[0], assignment.id)
+        assert cell.max_score == part.points + 1
+
+
+def test_course_late_penalties_reads_course_yaml_again_once_it_changes(course_copy):
+    """CourseLatePenalties parses course.yaml once, not for every notebook, and again as soon as its
+    text changes (a due date moved between two autogrades in formgrader's one process)."""
+    from autograder.nbgrader.preprocessors import courselatepenalties
+    copy_ = course_copy()
+    assert courselatepenalties._course(copy_.path) is courselatepenalties._course(copy_.path)
+    first = copy_.assignments[0].id
+    changed = course_copy(lambda raw: raw["assignments"][first].update(due="2030-01-02T03:04:00+00:00"))
+    assert courselatepenalties._course(changed.path).assignment(first).due == changed.assignment(first).due
+    assert changed.assignment(first).due != copy_.assignments[0].due
+
+
+def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_checked():
+    """rfc3987_syntax builds its Lark grammars only when jsonschema first checks an IRI, and then
+    answers as it does loaded up front."""
+    import subprocess
+    import sys
+    check = ("from jsonschema import FormatChecker; c = FormatChecker(); "
+             "print(c.conforms('http://example.com/ä', 'iri'), c.conforms('not an iri', 'iri'), "
+             "c.conforms('a b', 'iri-reference'))")
+    deferred = ("import sys; from autograder.nbgrader import apps; "
+                "assert 'rfc3987_syntax.syntax_helpers' not in sys.modules; " + check)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    said = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True).stdout
+            for code in (deferred, check)]
+    assert said[0] == said[1] == "True False False\n"

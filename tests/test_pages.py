@@ -74,7 +74,7 @@ def hand_ins(course, tmp_path_factory):
     return str(submitted), sorted(students)
 
 
-@pytest.mark.slow      # compares hand-ins with the catalogue's and draws the pictures: seconds
+@pytest.mark.slow      # compares hand-ins with the catalogue's: seconds
 def test_the_cohort_report_shows_every_value_as_text_and_the_copied_code_side_by_side(course, hand_ins):
     submitted, students = hand_ins
     records = [_record(student, CHECKS) for student in students]
@@ -83,7 +83,9 @@ def test_the_cohort_report_shows_every_value_as_text_and_the_copied_code_side_by
     page = _shown_as_text(cohort_page.page(course, report), f"original {ODD}", f"NotImplementedError {ODD}",
                           f"public {ODD}", f"note = {ODD!r}")
     assert "pre" in page.tags and "mark" in page.tags
-    assert all(value.startswith("data:image/png;base64,") for name, value in page.attributes if name == "src")
+    assert page.tags.count("svg") == 3, "a histogram of each part's scores and one of the times, drawn in the page"
+    assert all(value.startswith("#") for name, value in page.attributes if name in ("src", "href")), \
+        "nothing outside the page"
 
 
 def test_the_feedback_page_shows_each_written_answer_and_an_override_badged_by_its_score(course):
@@ -109,3 +111,17 @@ def test_the_cohort_histograms_count_a_score_set_by_hand(course):
     report = cohort_analysis.analyse(course, [record], gradebook={record.key: {"overrides": {"softmax": 4.0}}})
     assert report.scores["attention"]["softmax"] == (4, [4.0])
     assert cohort_analysis.analyse(course, [record]).scores["attention"]["softmax"] == (4, [1.5])
+
+
+def test_a_histogram_is_laid_out_to_scale_with_whole_counts():
+    from autograder.reporting import histograms
+    h = histograms.scores("softmax", 4, [1, 0, 0, 0, 0, 0, 3, 6])
+    assert [b.says for b in h.bars][::7] == ["0-0.5: 1", "3.5-4: 6"] and len(h.bars) == 8
+    counts = [1, 0, 0, 0, 0, 0, 3, 6]
+    assert [b.height / h.bars[-1].height for b in h.bars] == pytest.approx([c / 6 for c in counts], abs=0.01)
+    assert all(h.left <= b.x and b.x + b.width <= h.right and b.y >= h.top for b in h.bars)
+    assert [label for _, label in h.yticks] == ["0", "2", "4", "6"]
+    assert [label for _, label in h.xticks] == ["0", "1", "2", "3", "4"]
+    assert [x for x, _ in h.xticks] == [h.left, *[x for x, _ in h.xticks][1:-1], h.right]
+    same = histograms.seconds([2.0, 2.0])
+    assert sum(b.height > 0 for b in same.bars) == 1 and [label for _, label in same.yticks][-1] == "2"

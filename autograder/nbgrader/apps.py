@@ -20,11 +20,13 @@ from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
+from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder.config import Assignment, Course
 from autograder.errors import NbgraderError
 from autograder.nbgrader.converters import SafeAutograde, SafeFeedback
+from autograder.nbgrader.gradebook import holds_release
 from autograder.nbgrader.plugins import SafeCsvExport
-from autograder.nbgrader.settings import settings
+from autograder.nbgrader.settings import generate_preprocessors, settings
 
 _GENERIC_ERROR = re.compile(r"There was an error processing|Please see the|Traceback")
 _RAISED = re.compile(r"^[A-Za-z_.]*(Error|Exception): ")
@@ -78,6 +80,7 @@ def generate(course: Course, assignment: Assignment, release_dir: str | None = N
              source_dir: str | None = None) -> None:
     """nbgrader generate_assignment: the release, and the assignment in the gradebook."""
     cfg = settings(course, out)
+    cfg.GenerateAssignment.preprocessors = generate_preprocessors()
     if release_dir:
         cfg.CourseDirectory.release_directory = release_dir
     if source_dir:
@@ -86,7 +89,10 @@ def generate(course: Course, assignment: Assignment, release_dir: str | None = N
 
 
 def register(course: Course, assignment: Assignment, out: str) -> None:
-    """Put the assignment's notebooks and grade cells in ``out``'s gradebook."""
+    """Put the assignment's notebooks and grade cells in ``out``'s gradebook, unless it holds
+    this very release already (nbgrader's generate_assignment takes seconds, and would change nothing)."""
+    if holds_release(course, assignment, out):
+        return
     with tempfile.TemporaryDirectory() as scratch:
         generate(course, assignment, release_dir=scratch, out=out)
 

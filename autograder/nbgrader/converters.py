@@ -23,6 +23,7 @@ import tempfile
 from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
+from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder import handin
 from autograder.nbgrader import staging
 

@@ -5,15 +5,20 @@ formgrader and any part's score overridden there (:func:`scores`); tests enter a
 formgrader's API does (:func:`set_manual_grade`).
 """
 
+import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from nbgrader.api import Gradebook, MissingEntry
+from nbgrader import api
+from nbgrader.api import (BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, SubmittedAssignment,
+                          SubmittedNotebook)
+from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
 from autograder import late
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder.config import Course
+from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
+from autograder.config import Assignment, Course
 from autograder.results import Submission
 from autograder.nbgrader.settings import settings
 
@@ -34,35 +39,45 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
             except MissingEntry:
                 continue
             notebook = os.path.splitext(assignment.notebook)[0]
+            checks = {part.check_cell: part.id for part in assignment.parts}
+            grades = _each_student(gb, Grade, assignment.id, notebook, [*assignment.written, *checks])
+            comments = _each_student(gb, Comment, assignment.id, notebook, list(assignment.written))
             for sub in gb.assignment_submissions(assignment.id):
                 written: dict[str, dict] = {}
                 for cell, points in assignment.written.items():
-                    try:
-                        grade = gb.find_grade(cell, notebook, assignment.id, sub.student_id)
-                    except MissingEntry:
+                    grade = grades.get((sub.student_id, cell))
+                    if grade is None:
                         written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
                         continue
                     graded = grade.manual_score is not None or not grade.needs_manual_grade
-                    try:        # the TA's comment in formgrader, which the student should get with the score
-                        comment = gb.find_comment(cell, notebook, assignment.id, sub.student_id).manual_comment
-                    except MissingEntry:
-                        comment = None
+                    # the TA's comment in formgrader, which the student should get with the score
+                    comment = comments.get((sub.student_id, cell))
                     written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
-                                     "graded": bool(graded), "comment": comment or ""}
+                                     "graded": bool(graded), "comment": (comment and comment.manual_comment) or ""}
                 overrides = {}      # a part's score an instructor set by hand in formgrader
-                for part in assignment.parts:
-                    try:
-                        grade = gb.find_grade(part.check_cell, notebook, assignment.id, sub.student_id)
-                    except MissingEntry:
-                        continue
-                    if grade.manual_score is not None:
-                        overrides[part.id] = float(grade.manual_score)
+                for cell, part in checks.items():
+                    grade = grades.get((sub.student_id, cell))
+                    if grade is not None and grade.manual_score is not None:
+                        overrides[part] = float(grade.manual_score)
                 found[sub.student_id, assignment.id] = {
                     "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
                     "penalty": float(sub.late_submission_penalty or 0.0),
                     "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
                     "overrides": overrides}
     return found
+
+
+def _each_student(gb: Gradebook, model: Any, assignment: str, notebook: str, cells: list[str]) -> dict:
+    """``{(student, cell): row}``: the gradebook's ``model`` rows (Grade or Comment) of ``cells`` in
+    every hand-in of ``notebook``, in one query where ``find_grade`` and ``find_comment`` make one each."""
+    rows = (gb.db.query(model, BaseCell.name, SubmittedAssignment.student_id)
+            .join(BaseCell, BaseCell.id == model.cell_id)
+            .join(SubmittedNotebook, SubmittedNotebook.id == model.notebook_id)
+            .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
+            .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
+            .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
+            .filter(api.Assignment.name == assignment, Notebook.name == notebook, BaseCell.name.in_(cells)))
+    return {(student, cell): row for row, cell, student in rows}
 
 
 def stranded(course: Course, out: str) -> str | None:
@@ -104,6 +119,45 @@ def release_mismatch(course: Course, out: str) -> str | None:
                         "nbgrader cannot change the cells of an assignment that has hand-ins; put the "
                         "release back (git checkout assignments/ solutions/) or grade into a new folder")
     return None
+
+
+def holds_release(course: Course, assignment: Assignment, out: str) -> bool:
+    """Whether ``out``'s gradebook already holds the release of ``assignment`` in ``assignments/``
+    as nbgrader's generate_assignment records it (so generating it again would change nothing):
+    the same notebooks, each with the same kernel and the same source cells (type, locked, text,
+    checksum), grade and task cells (points, type) and solution cells. Read from the gradebook's
+    own records, so a release that changed anything, points included, is registered again."""
+    import nbformat
+    folder = course.release(assignment)
+    if not os.path.isdir(folder) or (not course.db_url and not os.path.exists(os.path.join(out, "gradebook.db"))):
+        return False
+    released = {os.path.splitext(name)[0]: _as_recorded(nbformat.read(os.path.join(folder, name), as_version=4))
+                for name in sorted(os.listdir(folder)) if name.endswith(".ipynb")}
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        try:
+            notebooks = gb.find_assignment(assignment.id).notebooks
+        except MissingEntry:
+            return False
+        held = {nb.name: {"kernel": json.loads(nb.kernelspec or "{}"),
+                          "source": {c.name: (c.cell_type, c.locked, c.source, c.checksum) for c in nb.source_cells},
+                          "grade": {c.name: (c.max_score, c.cell_type) for c in nb.grade_cells},
+                          "task": {c.name: (c.max_score, c.cell_type) for c in nb.task_cells},
+                          "solution": {c.name for c in nb.solution_cells}} for nb in notebooks}
+    return held == released
+
+
+def _as_recorded(nb: Any) -> dict:
+    """A released notebook's cells as nbgrader's SaveCells records them in the gradebook."""
+    marked = [c for c in nb.cells if "nbgrader" in c.metadata]
+    return {"kernel": nb.metadata.get("kernelspec", {}),
+            "source": {c.metadata.nbgrader["grade_id"]: (c.cell_type, is_locked(c), c.source,
+                                                        c.metadata.nbgrader.get("checksum"))
+                       for c in marked if is_grade(c) or is_solution(c) or is_locked(c) or is_task(c)},
+            "grade": {c.metadata.nbgrader["grade_id"]: (float(c.metadata.nbgrader["points"]), c.cell_type)
+                      for c in marked if is_grade(c)},
+            "task": {c.metadata.nbgrader["grade_id"]: (float(c.metadata.nbgrader["points"]), c.cell_type)
+                     for c in marked if is_task(c)},
+            "solution": {c.metadata.nbgrader["grade_id"] for c in marked if is_solution(c)}}
 
 
 def set_due(course: Course, entry: Any, submission: Any) -> None:

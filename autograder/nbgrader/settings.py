@@ -56,7 +56,7 @@ def settings(course: Course, out: str | None = None) -> Config:
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
         "nbgrader.preprocessors.OverwriteKernelspec", _ours("preprocessors", "RestoreCells"),
-        "nbgrader.preprocessors.CheckCellMetadata", _ours("preprocessors", "SanitizeMarkdown")]
+        _ours("preprocessors", "CheckCellMetadata"), _ours("preprocessors", "SanitizeMarkdown")]
     c.RestoreCells.add_missing_cells = True
     c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
                                         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
@@ -66,7 +66,7 @@ def settings(course: Course, out: str | None = None) -> Config:
         _ours("preprocessors", "ApplyResults"),
         "nbgrader.preprocessors.SaveAutoGrades",
         _ours("preprocessors", "CourseLatePenalties"),
-        "nbgrader.preprocessors.CheckCellMetadata",
+        _ours("preprocessors", "CheckCellMetadata"),
     ]
     c.ApplyResults.results_dir = os.path.join(out, "results")
     c.ApplyResults.course_yaml = os.path.abspath(course.path)
@@ -82,7 +82,6 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None)
     command writes there (collect's ``submitted/``, autograde's ``autograded/`` and gradebook,
     generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``.
     """
-    from nbgrader.converters import GenerateAssignment      # nbgrader loads in seconds: only where it runs
     from autograder.nbgrader import converters
     converters.install()
     try:
@@ -95,9 +94,17 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None)
     except CourseError as exc:      # another's folder: nbgrader's own permissions decide
         print(f"warning: {exc}", file=sys.stderr)
     c.merge(settings(course, out))
-    c.GenerateAssignment.preprocessors = (list(GenerateAssignment.class_traits()["preprocessors"].default())
-                                          + [_ours("preprocessors", "AddSelfCheckKit")])
+    c.GenerateAssignment.preprocessors = generate_preprocessors(_ours("preprocessors", "AddSelfCheckKit"))
     c.AddSelfCheckKit.course_yaml = os.path.abspath(course.path)
+
+
+def generate_preprocessors(*more: str) -> list:
+    """nbgrader's generate_assignment steps, the course's CheckCellMetadata in the place of
+    nbgrader's (the same check, its schema checked once), then ``more``."""
+    from nbgrader.converters import GenerateAssignment      # nbgrader loads in seconds: only where it runs
+    from nbgrader.preprocessors import CheckCellMetadata
+    return [_ours("preprocessors", "CheckCellMetadata") if step is CheckCellMetadata else step
+            for step in GenerateAssignment.class_traits()["preprocessors"].default()] + list(more)
 
 
 def _refuse(c: Config, problem: str) -> None:

@@ -1,24 +1,22 @@
 """The instructor's morning-after page, cohort_report.html: a Report (:mod:`.cohort_analysis`)
 drawn, with its pictures, and the side-by-side view of hand-ins flagged as similar.
 
-One self-contained page (no scripts, pictures as data URIs; the markup is
-``templates/cohort.html``); ``cohort_report.csv`` beside it holds every number it shows.
+One self-contained page (no scripts, its pictures inline SVG drawn from :mod:`.histograms`; the
+markup is ``templates/cohort.html``); ``cohort_report.csv`` beside it holds every number it shows.
 """
 
 from __future__ import annotations
 
-import base64
 import datetime
-import io
 import os
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from autograder import similarity, store
-from autograder.reporting import pages
-from autograder.reporting.cohort_analysis import (BINS, CSV, TOP_CHECKS, Report, analyse, counts, group_row,
-                                                pair_row, write_rows)
+from autograder.reporting import histograms, pages
+from autograder.reporting.cohort_analysis import (CSV, TOP_CHECKS, Report, analyse, counts, group_row, pair_row,
+                                                write_rows)
 from selfcheck.wire import clean_text
 
 if TYPE_CHECKING:
@@ -27,52 +25,6 @@ if TYPE_CHECKING:
 
 HTML = "cohort_report.html"
 CONTEXT = 2             # lines shown around the matching lines of two similar hand-ins
-
-
-# --- the pictures -------------------------------------------------------------------------------
-
-def _figure(width):
-    from matplotlib.figure import Figure      # no pyplot: nothing here ever opens a window
-    return Figure(figsize=(width, 2.6), dpi=80)
-
-
-def _png(fig):
-    """The figure as PNG, in base64 for a data URI."""
-    fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def _style(ax, xlabel, ylabel):
-    from matplotlib.ticker import MaxNLocator
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))      # students come whole
-    ax.set_xlabel(xlabel, fontsize=9)
-    ax.set_ylabel(ylabel, fontsize=9)
-    ax.tick_params(labelsize=8)
-    ax.spines[["top", "right"]].set_visible(False)
-
-
-def _histograms(scores: Mapping[str, tuple[float, list[float]]]) -> str:
-    """One PNG: a histogram of the scores of each part (part -> (its points, scores)), side by side."""
-    fig = _figure(3.2 * max(1, len(scores)))
-    for n, (pid, (top, values)) in enumerate(scores.items(), 1):
-        width = top / BINS if top else 1
-        ax = fig.add_subplot(1, len(scores), n)
-        ax.bar([i * width for i in range(BINS)], counts(values, top), width=width * 0.92, align="edge",
-               color="#4c72b0")
-        ax.set_xlim(0, top or 1)
-        ax.set_title(f"{pid} (of {top:g})", fontsize=10)
-        _style(ax, "score", "students")
-    return _png(fig)
-
-
-def _times_picture(seconds):
-    fig = _figure(6)
-    ax = fig.add_subplot(1, 1, 1)
-    ax.hist(seconds, bins=min(20, max(1, len(seconds))), color="#4c72b0")
-    _style(ax, "seconds per submission", "submissions")
-    return _png(fig)
 
 
 # --- what the page shows ------------------------------------------------------------------------
@@ -113,7 +65,7 @@ def _times(rows: Sequence[dict]) -> dict | None:
         return None
     seconds = [r["value"] for r in rows]
     return {"median": statistics.median(seconds), "mean": statistics.mean(seconds), "slowest": max(seconds),
-            "count": len(seconds), "png": _times_picture(seconds),
+            "count": len(seconds), "picture": histograms.seconds(seconds),
             "rows": sorted(rows, key=lambda r: -r["value"])[:5]}
 
 
@@ -133,7 +85,9 @@ def _groups(report):
 
 def page(course: Course, report: Report) -> str:
     """The HTML page of a Report: self-contained, no scripts."""
-    pictures = [{"assignment": assignment, "png": _histograms(scores),
+    pictures = [{"assignment": assignment,
+                 "histograms": [(part, histograms.scores(part, top, counts(values, top)))
+                                for part, (top, values) in scores.items()],
                  "rows": [r for r in report.section("score") if r["assignment"] == assignment]}
                 for assignment, scores in report.scores.items()]
     mistakes = sorted(report.section("mistake"), key=lambda r: (-r["students"], r["assignment"], r["part"], r["item"]))

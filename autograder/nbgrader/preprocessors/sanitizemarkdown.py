@@ -6,6 +6,7 @@ logged in to a Jupyter server. Autograde's sanitising pass (what formgrader show
 generate_feedback both run this (:mod:`autograder.nbgrader.settings`).
 """
 
+import functools
 import re
 from html import escape
 
@@ -45,9 +46,17 @@ class SanitizeMarkdown(NbGraderPreprocessor):
                         "text: too long to render)</p>")
             else:
                 self._left = left - len(text)
-                html = bleach.clean(markdown2html_mistune(text), tags=_TAGS, attributes=_ATTRIBUTES,
-                                    protocols=_PROTOCOLS, strip=True)
+                html = _rendered(text)
             # nbgrader renders the cell as markdown once more: one HTML block without blank lines
             # is passed through untouched, so no markdown link can appear in it now
             cell.source = "<div>\n" + re.sub(r"\n\s*\n", "\n", html.strip()) + "\n</div>"
         return cell, resources
+
+
+@functools.lru_cache(maxsize=512)
+def _rendered(text: str) -> str:
+    """A markdown cell's text rendered and cleaned, kept by its text: most of a hand-in's markdown
+    is the release's, the same in every hand-in (the last 512 cells rendered, each at most
+    ``MAX_RENDERED_CELL`` characters)."""
+    return bleach.clean(markdown2html_mistune(text), tags=_TAGS, attributes=_ATTRIBUTES, protocols=_PROTOCOLS,
+                        strip=True)

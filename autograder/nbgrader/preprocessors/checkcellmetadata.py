@@ -1,0 +1,58 @@
+"""nbgrader's CheckCellMetadata, with the schema of nbgrader's metadata checked once per process.
+
+nbgrader (0.9) checks every cell's metadata with ``jsonschema.validate``, which first checks the
+schema itself, on every call: most of autograde's time without a kernel went there (each cell,
+twice per notebook). This is nbgrader's own check, its MetadataValidator with the same schema,
+the same rules and the same errors, with the schema's jsonschema validator built once.
+"""
+
+import functools
+
+from jsonschema.exceptions import best_match
+from jsonschema.validators import validator_for
+from nbformat import NotebookNode
+from nbgrader.nbgraderformat import MetadataValidator, ValidationError
+from nbgrader.nbgraderformat.common import BaseMetadataValidator
+from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
+
+
+class _SchemaCheckedOnce(BaseMetadataValidator):
+    """BaseMetadataValidator, its schema's validator built once: ``jsonschema.validate``'s steps,
+    the first two (pick the validator class, check the schema) done here."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        cls = validator_for(self.schema)
+        cls.check_schema(self.schema)
+        self._schema = cls(self.schema)
+
+    def validate_cell(self, cell: NotebookNode) -> None:
+        if "nbgrader" not in cell.metadata:
+            return
+        if cell.metadata["nbgrader"].get("schema_version", 0) != self.schema_version:
+            super().validate_cell(cell)     # nbgrader's SchemaTooOldError or SchemaTooNewError
+        error = best_match(self._schema.iter_errors(cell.metadata["nbgrader"]))
+        if error is not None:
+            raise error
+
+
+class _Validator(MetadataValidator, _SchemaCheckedOnce):
+    """nbgrader's MetadataValidator (its rules beyond the schema: grade ids, points, cell types),
+    whose call to its base class's check of a cell reaches :class:`_SchemaCheckedOnce`'s."""
+
+
+@functools.cache
+def _validator() -> _Validator:
+    """One per process: nbgrader's reads three schema files for every notebook."""
+    return _Validator()
+
+
+class CheckCellMetadata(NbgraderCheckCellMetadata):
+    """nbgrader's check that the nbgrader metadata is valid and its grade ids unique."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        try:
+            _validator().validate_nb(nb)
+        except ValidationError:
+            return super().preprocess(nb, resources)      # nbgrader's own log and error
+        return nb, resources

@@ -1,0 +1,37 @@
+"""One SQLAlchemy engine per gradebook in a process, for every ``Gradebook`` nbgrader opens.
+
+nbgrader opens a new ``Gradebook``, and with it a new engine, for nearly every step: nine times
+per notebook at autograde. A new engine starts with an empty cache of compiled statements, so
+every one of the hundreds of queries an autograde makes was compiled again, most of the time
+autograde spent in the database. Importing this module replaces the ``create_engine`` nbgrader's
+``Gradebook`` calls by one that hands back the engine made before for the same URL and arguments.
+
+Each ``Gradebook`` still has a session of its own, committed as nbgrader commits it; its ``close``
+still disposes the engine's pool, so no connection outlives it (a gradebook file deleted and made
+again is opened afresh), while the engine and its cache stay. An engine is safe to share between
+threads (formgrader's), and disposing it leaves a connection another ``Gradebook`` holds working.
+"""
+
+import threading
+from typing import Any
+
+import nbgrader.api
+from sqlalchemy import create_engine
+from sqlalchemy.engine import URL, Engine
+
+_ENGINES: dict[tuple[str, str], Engine] = {}
+_LOCK = threading.Lock()
+
+
+def shared(url: str | URL, **kwargs: Any) -> Engine:
+    """The process's engine for ``url`` and ``kwargs`` (made by ``create_engine`` the first time)."""
+    name = url.render_as_string(hide_password=False) if isinstance(url, URL) else str(url)
+    key = (name, repr(sorted(kwargs.items())))
+    with _LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = _ENGINES[key] = create_engine(url, **kwargs)
+    return engine
+
+
+nbgrader.api.create_engine = shared
