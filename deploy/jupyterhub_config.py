@@ -130,6 +130,39 @@ try:
     FORMGRADER = os.path.join(socket_folder(os.path.join(SOCKETS, "formgrader"), GRADER), "formgrader.sock")
 except RuntimeError as exc:
     sys.exit(f"error: {exc}")
+
+
+def clear_stale_socket(path):
+    """A socket left at ``path`` by a hub that did not stop cleanly (killed, crashed, restarted by
+    systemd after a timeout) would stop the proxy from listening there (EADDRINUSE) and so the hub
+    at every later start: removed (its folder is root's alone, so root left it), unless something
+    still answers there, which is another hub of this course running."""
+    if not os.path.lexists(path):
+        return
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)
+    else:
+        sys.exit(f"error: something already answers on {path}: another hub of this course is running "
+                 "(README, 'On a JupyterHub')")
+    finally:
+        probe.close()
+
+
+def _starting_hub():
+    """Whether this configuration is loaded by a hub starting (in its event loop), not by one of
+    jupyterhub's subcommands (token, upgrade-db), which start no proxy."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+if _starting_hub():
+    clear_stale_socket(PROXY_API)
 if len(os.fsencode(FORMGRADER)) > 107:
     sys.exit(f"error: {FORMGRADER} is too long a path for a Unix socket: set a shorter COURSE_HUB_SOCKETS "
              "(README, 'On a JupyterHub')")
