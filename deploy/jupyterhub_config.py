@@ -39,6 +39,7 @@ COURSE_HUB_SUBDOMAIN_HOST  e.g. https://hub.example.edu: each user's server on <
 """
 import asyncio
 import contextlib
+import errno
 import grp
 import os
 import pwd
@@ -47,6 +48,7 @@ import socket
 import stat
 import string
 import sys
+import urllib.parse
 
 from jupyterhub.auth import PAMAuthenticator
 
@@ -197,14 +199,16 @@ async def _relay(client, to_client):
     except OSError:
         to_client.close()
         return
+    await asyncio.gather(_pump(client, to_server), _pump(server, to_client))
 
-    async def pump(source, sink):
-        with contextlib.suppress(OSError):
-            while data := await source.read(65536):
-                sink.write(data)
-                await sink.drain()
-        sink.close()
-    await asyncio.gather(pump(client, to_server), pump(server, to_client))
+
+async def _pump(source, sink):
+    """One direction of a relayed connection, until either end closes."""
+    with contextlib.suppress(OSError):
+        while data := await source.read(65536):
+            sink.write(data)
+            await sink.drain()
+    sink.close()
 
 
 def _hold_formgrader_port():
@@ -219,6 +223,44 @@ def _hold_formgrader_port():
 
 
 FORMGRADER_RELAY = _hold_formgrader_port()
+
+
+def _hold_other_loopback():
+    """With the proxy on one loopback address (``--JupyterHub.bind_url=http://127.0.0.1:8000``),
+    the same port of the other (``[::1]:8000``) is free to any account, and ``localhost`` names
+    both: a browser on this machine (Chromium tries ``::1`` first), an SSH tunnel or a front end
+    that dials ``localhost:8000`` would reach a student's listener there and type its passwords
+    into it. The hub holds that port too, for as long as it runs, relaying it to the proxy; one
+    already taken stops the hub, saying so."""
+    if not _starting_hub():
+        return None
+    from jupyterhub.app import JupyterHub
+    bind_url = JupyterHub.instance().cli_config.JupyterHub.get("bind_url") or c.JupyterHub.get("bind_url")
+    parts = urllib.parse.urlsplit(bind_url or "")
+    other = {"127.0.0.1": ("::1", socket.AF_INET6), "::1": ("127.0.0.1", socket.AF_INET)}.get(parts.hostname or "")
+    if other is None or parts.scheme not in ("http", "https"):
+        return None                   # every interface (the proxy has both loopbacks), or none
+    port = parts.port or {"http": 80, "https": 443}[parts.scheme]
+    try:
+        listener = socket.create_server((other[0], port), family=other[1])
+    except OSError as exc:
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return None               # no such loopback here: nobody can listen on it either
+        sys.exit(f"error: cannot hold {other[0]} port {port} beside the proxy's {parts.hostname} "
+                 f"({exc.strerror}): another account listens there, and would receive whoever opens "
+                 f"localhost:{port}; stop it, or bind the hub elsewhere (README, 'On a JupyterHub')")
+
+    async def relay(client, to_client):
+        try:
+            server, to_server = await asyncio.open_connection(parts.hostname, port)
+        except OSError:
+            to_client.close()
+            return
+        await asyncio.gather(_pump(client, to_server), _pump(server, to_client))
+    return asyncio.get_running_loop().create_task(asyncio.start_server(relay, sock=listener))
+
+
+LOOPBACK_RELAY = _hold_other_loopback()
 
 
 def course_groups(name):
