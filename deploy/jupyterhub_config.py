@@ -335,6 +335,9 @@ def private_home(spawner):
 
 
 c.Spawner.pre_spawn_hook = private_home
+# A server that dies other than through the hub leaves its port, above 1023, to any account, and
+# the proxy's route to it until the hub's next look: every 5 seconds, not JupyterHub's 30
+c.Spawner.poll_interval = 5
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(BIN, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
