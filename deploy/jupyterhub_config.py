@@ -39,6 +39,7 @@ COURSE_HUB_SUBDOMAIN_HOST  e.g. https://hub.example.edu: each user's server on <
 """
 import asyncio
 import contextlib
+import errno
 import grp
 import os
 import pwd
@@ -47,6 +48,7 @@ import socket
 import stat
 import string
 import sys
+import urllib.parse
 
 from jupyterhub.auth import PAMAuthenticator
 
@@ -130,6 +132,39 @@ try:
     FORMGRADER = os.path.join(socket_folder(os.path.join(SOCKETS, "formgrader"), GRADER), "formgrader.sock")
 except RuntimeError as exc:
     sys.exit(f"error: {exc}")
+
+
+def clear_stale_socket(path):
+    """A socket left at ``path`` by a hub that did not stop cleanly (killed, crashed, restarted by
+    systemd after a timeout) would stop the proxy from listening there (EADDRINUSE) and so the hub
+    at every later start: removed (its folder is root's alone, so root left it), unless something
+    still answers there, which is another hub of this course running."""
+    if not os.path.lexists(path):
+        return
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.connect(path)
+    except OSError:
+        os.unlink(path)
+    else:
+        sys.exit(f"error: something already answers on {path}: another hub of this course is running "
+                 "(README, 'On a JupyterHub')")
+    finally:
+        probe.close()
+
+
+def _starting_hub():
+    """Whether this configuration is loaded by a hub starting (in its event loop), not by one of
+    jupyterhub's subcommands (token, upgrade-db), which start no proxy."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+if _starting_hub():
+    clear_stale_socket(PROXY_API)
 if len(os.fsencode(FORMGRADER)) > 107:
     sys.exit(f"error: {FORMGRADER} is too long a path for a Unix socket: set a shorter COURSE_HUB_SOCKETS "
              "(README, 'On a JupyterHub')")
@@ -164,14 +199,16 @@ async def _relay(client, to_client):
     except OSError:
         to_client.close()
         return
+    await asyncio.gather(_pump(client, to_server), _pump(server, to_client))
 
-    async def pump(source, sink):
-        with contextlib.suppress(OSError):
-            while data := await source.read(65536):
-                sink.write(data)
-                await sink.drain()
-        sink.close()
-    await asyncio.gather(pump(client, to_server), pump(server, to_client))
+
+async def _pump(source, sink):
+    """One direction of a relayed connection, until either end closes."""
+    with contextlib.suppress(OSError):
+        while data := await source.read(65536):
+            sink.write(data)
+            await sink.drain()
+    sink.close()
 
 
 def _hold_formgrader_port():
@@ -186,6 +223,44 @@ def _hold_formgrader_port():
 
 
 FORMGRADER_RELAY = _hold_formgrader_port()
+
+
+def _hold_other_loopback():
+    """With the proxy on one loopback address (``--JupyterHub.bind_url=http://127.0.0.1:8000``),
+    the same port of the other (``[::1]:8000``) is free to any account, and ``localhost`` names
+    both: a browser on this machine (Chromium tries ``::1`` first), an SSH tunnel or a front end
+    that dials ``localhost:8000`` would reach a student's listener there and type its passwords
+    into it. The hub holds that port too, for as long as it runs, relaying it to the proxy; one
+    already taken stops the hub, saying so."""
+    if not _starting_hub():
+        return None
+    from jupyterhub.app import JupyterHub
+    bind_url = JupyterHub.instance().cli_config.JupyterHub.get("bind_url") or c.JupyterHub.get("bind_url")
+    parts = urllib.parse.urlsplit(bind_url or "")
+    other = {"127.0.0.1": ("::1", socket.AF_INET6), "::1": ("127.0.0.1", socket.AF_INET)}.get(parts.hostname or "")
+    if other is None or parts.scheme not in ("http", "https"):
+        return None                   # every interface (the proxy has both loopbacks), or none
+    port = parts.port or {"http": 80, "https": 443}[parts.scheme]
+    try:
+        listener = socket.create_server((other[0], port), family=other[1])
+    except OSError as exc:
+        if exc.errno == errno.EADDRNOTAVAIL:
+            return None               # no such loopback here: nobody can listen on it either
+        sys.exit(f"error: cannot hold {other[0]} port {port} beside the proxy's {parts.hostname} "
+                 f"({exc.strerror}): another account listens there, and would receive whoever opens "
+                 f"localhost:{port}; stop it, or bind the hub elsewhere (README, 'On a JupyterHub')")
+
+    async def relay(client, to_client):
+        try:
+            server, to_server = await asyncio.open_connection(parts.hostname, port)
+        except OSError:
+            to_client.close()
+            return
+        await asyncio.gather(_pump(client, to_server), _pump(server, to_client))
+    return asyncio.get_running_loop().create_task(asyncio.start_server(relay, sock=listener))
+
+
+LOOPBACK_RELAY = _hold_other_loopback()
 
 
 def course_groups(name):
@@ -260,6 +335,9 @@ def private_home(spawner):
 
 
 c.Spawner.pre_spawn_hook = private_home
+# A server that dies other than through the hub leaves its port, above 1023, to any account, and
+# the proxy's route to it until the hub's next look: every 5 seconds, not JupyterHub's 30
+c.Spawner.poll_interval = 5
 c.JupyterHub.spawner_class = "localprocess"
 c.Spawner.cmd = [os.path.join(BIN, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"

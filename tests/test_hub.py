@@ -179,6 +179,11 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
                f"--Authenticator.auth_refresh_age={REFRESH}", "--Spawner.http_timeout=120",  # busy cores start labs slowly
                *_wildcard_certificate(state)]
         log_path = os.path.join(state, "jupyterhub.log")
+        # the proxy's socket as a killed hub leaves it: this hub starts all the same
+        os.makedirs(os.path.join(sockets, "proxy"))
+        os.chmod(sockets, 0o755)
+        with socket.socket(socket.AF_UNIX) as left:
+            left.bind(os.path.join(sockets, "proxy", "api.sock"))
         with python_shown() as show, open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, cwd=state, env=env, stdout=log, stderr=subprocess.STDOUT,
                                     preexec_fn=show)
@@ -511,7 +516,7 @@ def _scripted_from_a_students_page(ta, hub, student):
 # line it says whether anything reached its own port
 SQUAT = """
 import json, os, socket, sys
-folder, path, port, hub = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+folder, path, port, hub, proxy = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 def errno(act):
     try:
         act()
@@ -534,6 +539,7 @@ print(json.dumps({"direct": ask(port)}), flush=True)
 sys.stdin.readline()
 print(json.dumps({"port": errno(lambda: socket.socket().bind(("127.0.0.1", port))),
                   "hub": errno(lambda: socket.socket().bind(("127.0.0.1", hub))),
+                  "loopback": errno(lambda: socket.socket(socket.AF_INET6).bind(("::1", proxy))),
                   "list": errno(lambda: os.listdir(folder)), "connect": errno(lambda: unix().connect(path)),
                   "take": errno(lambda: unix().bind(path)), "beside": errno(lambda: unix().bind(path + "2")),
                   "move": errno(lambda: os.rename(folder, folder + ".old"))}), flush=True)
@@ -583,14 +589,16 @@ def _refused(path):
 
 
 def _formgrader_down(hub, ta, student):
-    """formgrader listens on no TCP port, and its port answers root alone. With formgrader gone
+    """formgrader listens on no TCP port, and its port answers root alone; no student can listen on
+    [::1] at the proxy's port (127.0.0.1's), where `localhost` may lead. With formgrader gone
     (killed, as a crash would leave it), a student can take neither its port nor the hub's, enter
     its socket's folder, connect to its socket nor put one of their own there, and the TCP port they
     listen on gets nothing: the TA gets the proxy's 503."""
     formgrader = _processes(pwd.getpwnam(hub.grader).pw_uid, "jupyterhub-singleuser")
     assert formgrader and not any(_tcp_ports(pid) for pid in formgrader), formgrader
     folder = os.path.dirname(hub.formgrader_socket)
-    squat = [sys.executable, "-c", SQUAT, folder, hub.formgrader_socket, str(hub.formgrader_port), str(hub.hub_api)]
+    squat = [sys.executable, "-c", SQUAT, folder, hub.formgrader_socket, str(hub.formgrader_port), str(hub.hub_api),
+             str(hub.port)]
     with hub.accounts.started(student, squat) as squatting:
         asked = json.loads(squatting.stdout.readline())          # listening, and refused at formgrader's port
         for pid in formgrader:
@@ -607,5 +615,7 @@ def _formgrader_down(hub, ta, student):
         squatting.stdin.flush()
         reached = json.loads(squatting.stdout.readline())
     assert asked == {"direct": ""}, asked
+    # the proxy's port on the other loopback, which `localhost` names too, is the hub's
+    assert tried.pop("loopback") in (errno.EADDRINUSE, errno.EADDRNOTAVAIL), tried
     assert tried == dict.fromkeys(("port", "hub", "list", "connect", "take", "beside", "move"), errno.EACCES), tried
     assert reached == {"reached": False} and response.status == 503, (reached, response.status, response.url)
