@@ -14,6 +14,7 @@ import glob
 import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import sys
@@ -67,6 +68,38 @@ def python_shown():
             os.rmdir(stage)
 
 
+OWNER = "owner.pid"     # in each run's folder of homes: the pid of the test run that made them
+
+
+def _alive(folder):
+    try:
+        with open(os.path.join(folder, OWNER)) as fh:
+            os.kill(int(fh.read()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def sweep_left_behind():
+    """Removes the accounts, their processes and the course groups of an earlier run that was
+    killed outright (SIGKILL, a machine restarted), which no ``finally`` outlives: accounts named
+    ``cs<tag><short>`` whose homes lie in a ``course-term-*`` folder no live run owns."""
+    dead = {}
+    for entry in pwd.getpwall():
+        found = re.fullmatch(r"cs(\d{5})[a-z]+", entry.pw_name)
+        folder = os.path.dirname(entry.pw_dir)
+        if found and os.path.basename(folder).startswith("course-term-") and not _alive(folder):
+            dead.setdefault(found[1], []).append(entry)
+    for tag, entries in dead.items():
+        for entry in entries:
+            sandbox.kill_user(entry.pw_uid)
+            subprocess.run(["userdel", entry.pw_name], capture_output=True)
+            subprocess.run(["groupdel", entry.pw_name], capture_output=True)
+            shutil.rmtree(os.path.dirname(entry.pw_dir), ignore_errors=True)
+        for group in (f"nbgrader-attention-{tag}", f"formgrade-attention-{tag}"):   # test_hub's course
+            subprocess.run(["groupdel", group], capture_output=True)
+
+
 class Accounts:
     """Real accounts whose homes are in ``folder``, each running Python and the course as itself
     (`python_shown`)."""
@@ -74,6 +107,9 @@ class Accounts:
     def __init__(self, folder):
         self.folder, self.names = folder, []
         self.tag = f"{os.getpid() % 100000:05d}"
+        with open(os.path.join(folder, OWNER), "w") as fh:
+            fh.write(str(os.getpid()))
+        sweep_left_behind()
 
     def add(self, short):
         name = f"cs{self.tag}{short}"
