@@ -22,7 +22,7 @@ import selfcheck
 import selfcheck.manifest
 from autograder import chapter
 from autograder.config import Assignment, Course
-from autograder.suites import PYTEST_LEAN
+from autograder.suites import PYTEST_LEAN, forget
 from selfcheck.program import read_notebook, source
 
 SELFCHECK = os.path.dirname(os.path.abspath(selfcheck.__file__))
@@ -50,6 +50,7 @@ def count_tests(path: str) -> int:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         pytest.main([path, "--collect-only", "-q", "--noconftest", "-p", "no:cacheprovider",
                      "--import-mode=importlib", "-o", "addopts="], plugins=[Count()])
+    forget([path])              # a grading later in this process imports it afresh
     return Count.n
 
 

@@ -177,16 +177,22 @@ def _reason(part, load_errors):
     return f"{count}; first: {failing[0].said}"
 
 
-def _forget(paths):
+def forget(paths: list[str], root: str | None = None) -> None:
     """Drop the suites' modules so the next student starts from the same seeds.
 
     A grading worker grades many students; a suite module kept in memory would
     carry its random generators (and any module-level cache) from one student
     to the next, making a student's inputs depend on who was graded before.
+    With ``root`` (the course folder), the same suite of another course folder
+    goes too: pytest's importlib mode names a module by its path under the
+    rootdir and reuses one already imported under that name, so a copy left by
+    an earlier course in the same process would be run in place of this one.
     """
-    paths = {os.path.abspath(p) for p in paths}
+    files = {os.path.abspath(p) for p in paths}
+    tails = tuple(os.sep + os.path.relpath(p, root) for p in files) if root else ()
     for name, module in list(sys.modules.items()):
-        if os.path.abspath(getattr(module, "__file__", None) or "") in paths:
+        file = os.path.abspath(getattr(module, "__file__", None) or "")
+        if file in files or (tails and file.endswith(tails)):
             del sys.modules[name]
 
 
@@ -214,13 +220,14 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
     suites = [os.path.join(course.root, part.public)] + ([] if public_only else [hidden])
     args = suites + ["-q", "--noconftest", "--import-mode=importlib", "-o", "addopts=", "-W", "ignore",
                      "--rootdir", course.root] + PYTEST_LEAN
+    forget(suites, course.root)
     try:
         student.begin()         # its Python and numpy load while pytest starts and collects
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             pytest.main(args, plugins=[collector])
     finally:
         student.close()
-        _forget(suites)
+        forget(suites)
     if collector.infrastructure is not None:
         raise collector.infrastructure
     checks = collector.checks

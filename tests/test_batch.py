@@ -194,7 +194,8 @@ def test_regrade_prints_old_and_new_scores_and_keeps_the_old_results(course_copy
     config_path = str(tmp_path / "course" / "course.yaml")
     assert cli.main(["--config", config_path, "regrade", str(out)]) == 0
     text = capsys.readouterr().out
-    line = next(l for l in text.splitlines() if l.startswith("ann") and f"/{part.id}" in l)
+    line = next((l for l in text.splitlines() if l.startswith("ann") and f"/{part.id}" in l), None)
+    assert line, text
     old, new = line.split()[2:4]
     assert float(old) == part.points and float(new) < part.points
     assert "1 of" in text and "part scores changed" in text
