@@ -70,8 +70,10 @@ browser:
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }; }; } || \
 	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
 
+# Two processes, a test file each at a time, the longest files first (tests/conftest.py): the
+# slow files wait on timeouts, browsers and accounts as much as they compute.
 test: $(EXTRAS) sandbox postgres browser proxy
-	$(BIN)/python -m pytest tests
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The fast tests only (no nbgrader, kernels or graded cohorts) and the type check: under 30
 # seconds, for every edit.

@@ -8,6 +8,13 @@ import pytest
 from autograder import config
 
 
+# `make test` runs the files on two processes (pytest-xdist, --dist loadfile, in this order): the
+# longest first, as measured, so that neither process is left with one of them at the end.
+LONGEST_FIRST = ("test_hostile.py", "test_mutants.py", "test_hub.py", "test_bench.py", "test_batch.py",
+                 "test_handin_paths.py", "test_nbgrader_paths.py", "test_accounts.py", "test_cluster.py",
+                 "test_browser.py", "test_late.py", "test_pipeline.py", "test_part_independence.py")
+
+
 @pytest.fixture(scope="session")
 def course():
     return config.load()
@@ -94,7 +101,10 @@ def _needs_corpus(item):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without the corpus, skip the tests that train and run the rest (one reason, said once)."""
+    """The longest files first; without the corpus, skip the tests that train and run the rest
+    (one reason, said once)."""
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
     training = [item for item in items if _needs_corpus(item)]
     if not training:
         return
@@ -105,6 +115,19 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason=f"needs the corpus: {exc}")
         for item in training:
             item.add_marker(skip)
+
+
+def pytest_sessionfinish(session):
+    """On a pytest-xdist worker, hand the summary lines to the process that prints them."""
+    if hasattr(session.config, "workeroutput"):
+        session.config.workeroutput["course_summary"] = getattr(session.config, "_course_summary", [])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    """(pytest-xdist, in the process that prints) a worker's summary lines."""
+    lines = getattr(node, "workeroutput", {}).get("course_summary", [])
+    node.config._course_summary = getattr(node.config, "_course_summary", []) + lines
 
 
 def pytest_terminal_summary(terminalreporter, config):

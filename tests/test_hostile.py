@@ -67,7 +67,7 @@ def hostile_course(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def batch(hostile_course, tmp_path_factory):
+def batch(hostile_course, tmp_path_factory, request):
     """The catalogue and the honest students, graded by one `course grade --jobs 2`."""
     from autograder import cli
     course = hostile_course
@@ -85,9 +85,9 @@ def batch(hostile_course, tmp_path_factory):
     time.sleep(CATALOGUE.LEFT_BEHIND_DELAY + 1.0)     # a surviving process would have written by now
     with open(out / "parts.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    sys.__stdout__.write(f"\n[hostile catalogue: {len(expectations) + len(CATALOGUE.HONEST)} "
-                         f"submissions graded in {seconds:.0f} s, bound {CATALOGUE.BOUND_SECONDS} s; "
-                         f"{sandbox.describe()}]\n")
+    request.config._course_summary = getattr(request.config, "_course_summary", []) + [
+        f"hostile catalogue: {len(expectations) + len(CATALOGUE.HONEST)} submissions graded in "
+        f"{seconds:.0f} s, bound {CATALOGUE.BOUND_SECONDS} s"]
     return dict(folder=folder, submitted=submitted, out=out, token=token, rows=rows, code=code,
                 seconds=seconds, expectations=expectations, printed=printed.getvalue(),
                 errors=errors.getvalue(), victim=victim, victim_sha=victim_sha, course=course)
