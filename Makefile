@@ -54,7 +54,7 @@ sandbox:
 	    { apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq bubblewrap >/dev/null 2>&1; }; }; } || \
 	  echo "WEAKER MODE: bubblewrap (bwrap) is not installed; install it to isolate students' code"
 
-# PostgreSQL's server, for the test of a gradebook on it (tests/test_scale.py): installed here
+# PostgreSQL's server, for the test of a gradebook on it (tests/test_postgres.py): installed here
 # when we are root on Debian/Ubuntu, otherwise that test says why it skips.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \

@@ -39,6 +39,17 @@ print(json.dumps({p: {"list": can(os.listdir, p), "read": can(lambda q: open(q, 
 """
 
 
+def _closed_on_the_way(path):
+    """The outermost folder on the way to ``path`` that other accounts cannot pass through (no
+    execute bit for others: /root, or a clone in a ``mktemp -d`` folder), or None."""
+    parts = path.split(os.sep)
+    for depth in range(2, len(parts) + 1):
+        folder = os.sep.join(parts[:depth])
+        if not os.stat(folder).st_mode & 0o001:
+            return folder
+    return None
+
+
 @contextlib.contextmanager
 def python_shown():
     """A preexec function for a process whose accounts must run Python and the course: it puts
@@ -46,8 +57,7 @@ def python_shown():
     (here /root, which holds Python, is 0700). Its children inherit that view."""
     libc = ctypes.CDLL(None, use_errno=True)
     needed = [os.path.realpath(p) for p in (sys.base_prefix, config.ROOT)]
-    blocked = sorted({os.sep + p.split(os.sep)[1] for p in needed
-                      if not os.stat(os.sep + p.split(os.sep)[1]).st_mode & 0o001})
+    blocked = sorted({closed for closed in map(_closed_on_the_way, needed) if closed})
     stages = {d: tempfile.mkdtemp(prefix="as-student-") for d in blocked}
 
     def show():
