@@ -22,13 +22,23 @@ def course():
 
 @pytest.fixture(scope="session")
 def graded_demo(course, tmp_path_factory):
-    """The demo cohort, graded by `course grade` into a fresh folder: (folder, records, students)."""
-    from autograder import cohort, pipeline
-    folder = tmp_path_factory.mktemp("demo")
-    submitted = folder / "submitted"
-    students = cohort.demo_cohort(course, str(submitted))
-    records = pipeline.grade(course, str(submitted), str(folder), jobs=2)
-    return folder, records, students
+    """The demo cohort, graded by `course grade` once per run, whichever test process asks first
+    (the others wait for it): (folder, records, students). Tests read it; one that changes it
+    copies it first (test_batch's ``graded_copy``)."""
+    import fcntl
+    import json
+    from autograder import cohort, pipeline, store
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base     # pytest-xdist's workers
+    folder = shared / "graded-demo"
+    with open(f"{folder}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = folder / "students.json"
+        if not done.exists():
+            students = cohort.demo_cohort(course, str(folder / "submitted"))
+            pipeline.grade(course, str(folder / "submitted"), str(folder), jobs=2)
+            done.write_text(json.dumps(students))
+    return folder, store.load_results(str(folder)), json.loads(done.read_text())
 
 
 def _copy_course(course, dest):
