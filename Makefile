@@ -11,8 +11,10 @@ EXTRAS := $(VENV)/.installed-extras
 HUB    := $(VENV)/.installed-hub
 # the type checker, for `make check` and `make test`
 TYPES  := $(VENV)/.installed-types
+# Sphinx, MyST and the PyData theme, for `make docs` (and so `make check`)
+DOCS   := $(VENV)/.installed-docs
 
-.PHONY: demo test check release bench experiment clean sandbox postgres browser hub proxy
+.PHONY: demo test check docs docs-links release bench experiment clean sandbox postgres browser hub proxy
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,12 +23,16 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(EXTRAS): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub,types]'
-	@touch $(EXTRAS) $(TYPES)
+	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub,types,docs]'
+	@touch $(EXTRAS) $(TYPES) $(DOCS)
 
 $(TYPES): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[types]'
 	@touch $(TYPES)
+
+$(DOCS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	@touch $(DOCS)
 
 # The course on a JupyterHub (deploy/jupyterhub_config.py): JupyterHub from PyPI, and its proxy,
 # configurable-http-proxy, from npm into the same environment (the configuration finds it there).
@@ -77,8 +83,22 @@ test: $(EXTRAS) sandbox postgres browser proxy
 
 # The fast tests only (no nbgrader, kernels or graded cohorts) and the type check: under 30
 # seconds, for every edit.
-check: $(TYPES)
+check: $(TYPES) docs
 	$(BIN)/python -m pytest -q -m "not slow" tests
+
+# The documentation site (docs/, Sphinx with MyST Markdown and the PyData theme) into
+# docs/_build/html; open docs/_build/html/index.html. Every warning is an error (-W, all of them
+# reported: --keep-going), and so is every cross-reference or internal link whose target is
+# missing (-n, nitpicky; MyST checks links to pages, headings and files). The reference pages are
+# made from the code (docs/_ext/course_reference.py), and Sphinx reads a page again when a file it
+# was made from changes, so the build is incremental (about a second when nothing changed).
+# External links are not checked here: `sphinx-build -b linkcheck` needs the network, which
+# neither this machine nor CI has; run `make docs-links` where there is one.
+docs: $(DOCS)
+	$(BIN)/sphinx-build -q -W --keep-going -n -b html docs docs/_build/html
+
+docs-links: $(DOCS)
+	$(BIN)/sphinx-build -q -W --keep-going -n -b linkcheck docs docs/_build/linkcheck
 
 release: $(STAMP)
 	$(BIN)/course release
@@ -100,5 +120,5 @@ experiment: $(STAMP)
 	$(BIN)/course experiment --jobs 2
 
 clean:
-	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
-	  totals.csv grades.csv gradescope cohort_report.html cohort_report.csv
+	rm -rf docs/_build demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
+	  totals.csv grades.csv gradescope cohort_report.html cohort_report.csv canvas_gradebook.csv moodle_grades.csv
