@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 import warnings
 
 import pytest
@@ -89,12 +90,15 @@ def test_the_first_term_tutorial_runs_word_for_word(course, tmp_path, copy_cours
             with open(folder / "course.yaml", "w") as fh:
                 yaml.safe_dump(raw, fh, sort_keys=False)
             continue
+        started = time.monotonic()
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=folder, env=env,
                               capture_output=True, text=True, timeout=600)
+        print(f"{time.monotonic() - started:6.1f} s  {PAGE}:{line}")
         assert done.returncode == 0, f"{PAGE}:{line}: exit {done.returncode}\n{text}\n{done.stdout}\n{done.stderr}"
         outputs.append((text, done.stdout))
     if skipped:
-        warnings.warn("the tutorial's blocks not run (a browser, the first clone):\n  " + "\n  ".join(skipped))
+        warnings.warn("the tutorial's blocks marked not run (the page says why each is not):\n  "
+                      + "\n  ".join(skipped))
 
     # what the page says happened, happened
     assert sorted(os.listdir(folder / "submitted")) == ["alice", "bob"]

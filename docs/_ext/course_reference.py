@@ -112,7 +112,7 @@ def _default(action: argparse.Action) -> str:
 
 def _usage(parser: argparse.ArgumentParser) -> str:
     saved = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "96"
+    os.environ["COLUMNS"] = "80"
     try:
         return parser.format_usage().strip().removeprefix("usage: ")
     finally:
@@ -133,7 +133,10 @@ def _sentence(text: str) -> str:
     text = _cell(text)
     if not text:
         return ""
-    return text[0].upper() + text[1:] + ("" if text.endswith(".") else ".")
+    first = text.split(" ", 1)[0]
+    if first.isalpha() and first.islower():          # not a file's or a flag's name
+        text = text[0].upper() + text[1:]
+    return text + ("" if text.endswith(".") else ".")
 
 
 def _options(program: str, parser: argparse.ArgumentParser) -> list[str]:
