@@ -172,6 +172,9 @@ def commands_md() -> str:
 
 # --- course.yaml -----------------------------------------------------------------------------
 
+LABELS = {"Limits": "course-yaml-limits", "LatePolicy": "course-yaml-late", "ClusterTLS": "course-yaml-cluster-tls"}
+
+
 def _type(hint: object) -> str:
     """A field's Python type, said as course.yaml writes it."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
@@ -183,7 +186,7 @@ def _type(hint: object) -> str:
     if origin is dict:
         return f"mapping: {_type(args[0])} → {_type(args[1])}"
     if dataclasses.is_dataclass(hint):
-        return "mapping (below)"
+        return f"mapping: {{ref}}`below <{LABELS[hint.__name__]}>`"
     return {str: "string", float: "number", int: "integer", bool: "true or false",
             datetime.datetime: "date and time"}.get(hint, getattr(hint, "__name__", str(hint)))  # type: ignore[call-overload]
 
