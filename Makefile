@@ -37,7 +37,7 @@ $(DOCS): $(STAMP)
 # The course on a JupyterHub (deploy/jupyterhub_config.py): JupyterHub from PyPI, and its proxy,
 # configurable-http-proxy, from npm into the same environment (the configuration finds it there).
 # `make hub VENV=/opt/attention-course PYTHON=/usr/bin/python3` builds that environment where
-# every account can read it (README, "On a JupyterHub"). Without npm the hub test is skipped.
+# every account can read it (docs/tutorials/jupyterhub.md). Without npm the hub test is skipped.
 $(HUB): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[hub]'
 	@touch $(HUB)
@@ -81,8 +81,8 @@ browser:
 test: $(EXTRAS) sandbox postgres browser proxy
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests
 
-# The fast tests only (no nbgrader, kernels or graded cohorts) and the type check: under 30
-# seconds, for every edit.
+# The fast tests only (no nbgrader, kernels or graded cohorts), the type check and the
+# documentation (`make docs`, incremental): under 30 seconds, for every edit.
 check: $(TYPES) docs
 	$(BIN)/python -m pytest -q -m "not slow" tests
 

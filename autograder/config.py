@@ -188,7 +188,7 @@ def check_cluster_address(where: str, address: str) -> None:
     if not address.startswith("tls://"):
         raise ConfigError(f"{where}: {address} is not a tls:// address: on plain TCP anyone who reaches the "
                           "scheduler's port can run code on its workers; start the scheduler and workers "
-                          "with TLS and give tls://HOST:PORT (README, \"Bigger courses\")")
+                          "with TLS and give tls://HOST:PORT (docs/how-to/cluster.md)")
 
 
 def _cluster_tls(where, raw, root):
