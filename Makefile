@@ -77,8 +77,9 @@ browser:
 	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
 
 # Two processes, a test file each at a time, the longest files first (tests/conftest.py): the
-# slow files wait on timeouts, browsers and accounts as much as they compute.
-test: $(EXTRAS) sandbox postgres browser proxy
+# slow files wait on timeouts, browsers and accounts as much as they compute. The documentation
+# is built first (`make docs`), so that CI, which runs `make test`, fails on a broken page too.
+test: $(EXTRAS) sandbox postgres browser proxy docs
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests
 
 # The fast tests only (no nbgrader, kernels or graded cohorts), the type check and the

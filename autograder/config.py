@@ -7,9 +7,8 @@ of them cross files (a notebook's cells, the test files, the parts a part uses),
 a schema cannot say, and a schema's errors would need translating into these lines.
 Which keys a mapping may and must have is read from the dataclass it becomes (a field
 with a default is optional), and each is built by keyword, so a new setting is one field.
-A field's metadata says what the key means (``doc``) and, where its Python type does not say
-how it is written in course.yaml, how (``yaml``); the documentation's table of every key is
-made from these fields (docs/_ext/course_reference.py), so it is the loader's own list.
+A field's metadata says what its key means (``doc``, and ``yaml`` where the type does not say how
+it is written): docs/_ext/course_reference.py makes the table of every key from these fields.
 """
 
 import dataclasses

@@ -134,7 +134,7 @@ def _sentence(text: str) -> str:
     if not text:
         return ""
     first = text.split(" ", 1)[0]
-    if first.isalpha() and first.islower():          # not a file's or a flag's name
+    if first.replace("-", "").isalpha() and first.islower():          # not a file's or a flag's name
         text = text[0].upper() + text[1:]
     return text + ("" if text.endswith(".") else ".")
 
@@ -164,7 +164,9 @@ def commands_md() -> str:
         lines += [f"(command-{name})=", f"## `course {name}`", "", _sentence(helps.get(name, "")), ""]
         if name == "experiment":
             lines += ["Its arguments are passed on to the experiment's own parser:", ""]
-            lines += _options("course experiment", experiment_parser())
+            inner = experiment_parser()
+            inner.prog = "course experiment"          # it is named after the program that runs it
+            lines += _options("course experiment", inner)
         else:
             lines += _options(f"course {name}", sub)
     return "\n".join(lines)
