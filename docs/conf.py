@@ -14,7 +14,7 @@ source_suffix = {".md": "markdown"}
 root_doc = "index"
 # reference/generated/ is written at each build from the code and included by the reference pages;
 # mistakes.json is the data docs/mistakes.md is rendered from
-exclude_patterns = ["_build", "reference/generated", "_ext"]
+exclude_patterns = ["_build", "reference/generated", "_ext", "_static"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3           # [text](page.md#a-heading) links to a heading, checked at build
 nitpicky = True
@@ -27,5 +27,6 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
 }
 html_sidebars = {"**": ["sidebar-nav-bs"]}
-html_static_path: list[str] = []
+html_static_path = ["_static"]
+html_css_files = ["wide.css"]
 html_show_sourcelink = False

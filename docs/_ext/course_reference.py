@@ -319,13 +319,14 @@ def limits_md() -> str:
     for f in dataclasses.fields(Limits):
         lines.append(f"| `limits.{f.name}` | {getattr(course.limits, f.name)} | {_cell(f.metadata['doc'])} |")
     lines += ["", "## Fixed bounds", "",
-              "Each is a constant of the module that enforces it, with the comment beside it there.", "",
-              "| module | constant | value | meaning |", "| --- | --- | --- | --- |"]
+              "Each is a constant of the module that enforces it, with the comment beside it there.", ""]
     for module, what in BOUNDS:
-        for i, (name, value, comment) in enumerate(_constants(module)):
+        lines += [f"### {what[0].upper() + what[1:]}", "", f"`{module}`", "",
+                  "| constant | value | meaning |", "| --- | --- | --- |"]
+        for name, value, comment in _constants(module):
             shown = f"{value:,}" if isinstance(value, int) else str(value)
-            where = f"`{module}`: {what}" if i == 0 else ""
-            lines.append(f"| {where} | `{name}` | {shown} | {_cell(comment)} |")
+            lines.append(f"| `{name}` | {shown} | {_cell(comment)} |")
+        lines.append("")
     return "\n".join(lines) + "\n"
 
 
