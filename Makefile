@@ -11,8 +11,10 @@ EXTRAS := $(VENV)/.installed-extras
 HUB    := $(VENV)/.installed-hub
 # the type checker, for `make check` and `make test`
 TYPES  := $(VENV)/.installed-types
+# Sphinx, MyST and the PyData theme, for `make docs` (and so `make check`)
+DOCS   := $(VENV)/.installed-docs
 
-.PHONY: demo test check release bench experiment clean sandbox postgres browser hub proxy
+.PHONY: demo test check docs docs-links release bench experiment clean sandbox postgres browser hub proxy
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,17 +23,21 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 $(EXTRAS): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub,types]'
-	@touch $(EXTRAS) $(TYPES)
+	$(BIN)/python -m pip install --quiet -e '.[cluster,postgres,test,hub,types,docs]'
+	@touch $(EXTRAS) $(TYPES) $(DOCS)
 
 $(TYPES): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[types]'
 	@touch $(TYPES)
 
+$(DOCS): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	@touch $(DOCS)
+
 # The course on a JupyterHub (deploy/jupyterhub_config.py): JupyterHub from PyPI, and its proxy,
 # configurable-http-proxy, from npm into the same environment (the configuration finds it there).
 # `make hub VENV=/opt/attention-course PYTHON=/usr/bin/python3` builds that environment where
-# every account can read it (README, "On a JupyterHub"). Without npm the hub test is skipped.
+# every account can read it (docs/tutorials/jupyterhub.md). Without npm the hub test is skipped.
 $(HUB): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[hub]'
 	@touch $(HUB)
@@ -71,14 +77,29 @@ browser:
 	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
 
 # Two processes, a test file each at a time, the longest files first (tests/conftest.py): the
-# slow files wait on timeouts, browsers and accounts as much as they compute.
-test: $(EXTRAS) sandbox postgres browser proxy
+# slow files wait on timeouts, browsers and accounts as much as they compute. The documentation
+# is built first (`make docs`), so that CI, which runs `make test`, fails on a broken page too.
+test: $(EXTRAS) sandbox postgres browser proxy docs
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests
 
-# The fast tests only (no nbgrader, kernels or graded cohorts) and the type check: under 30
-# seconds, for every edit.
-check: $(TYPES)
+# The fast tests only (no nbgrader, kernels or graded cohorts), the type check and the
+# documentation (`make docs`, incremental): under 30 seconds, for every edit.
+check: $(TYPES) docs
 	$(BIN)/python -m pytest -q -m "not slow" tests
+
+# The documentation site (docs/, Sphinx with MyST Markdown and the PyData theme) into
+# docs/_build/html; open docs/_build/html/index.html. Every warning is an error (-W, all of them
+# reported: --keep-going), and so is every cross-reference or internal link whose target is
+# missing (-n, nitpicky; MyST checks links to pages, headings and files). The reference pages are
+# made from the code (docs/_ext/course_reference.py), and Sphinx reads a page again when a file it
+# was made from changes, so the build is incremental (about a second when nothing changed).
+# External links are not checked here: `sphinx-build -b linkcheck` needs the network, which
+# neither this machine nor CI has; run `make docs-links` where there is one.
+docs: $(DOCS)
+	$(BIN)/sphinx-build -q -W --keep-going -n -b html docs docs/_build/html
+
+docs-links: $(DOCS)
+	$(BIN)/sphinx-build -q -W --keep-going -n -b linkcheck docs docs/_build/linkcheck
 
 release: $(STAMP)
 	$(BIN)/course release
@@ -100,5 +121,5 @@ experiment: $(STAMP)
 	$(BIN)/course experiment --jobs 2
 
 clean:
-	rm -rf demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
-	  totals.csv grades.csv gradescope cohort_report.html cohort_report.csv
+	rm -rf docs/_build demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
+	  totals.csv grades.csv gradescope cohort_report.html cohort_report.csv canvas_gradebook.csv moodle_grades.csv

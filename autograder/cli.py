@@ -43,13 +43,8 @@ def _warn(lines):
 
 
 def _where(out):
-    return (f"parts:      {os.path.join(out, 'parts.csv')} (one row per student and part)\n"
-            f"nbgrader:   {os.path.join(out, 'grades.csv')} (nbgrader's export, as `nbgrader export` writes it)\n"
-            f"totals:     {os.path.join(out, 'totals.csv')} (for the LMS; hand-graded answers included)\n"
-            f"gradescope: {os.path.join(out, 'gradescope')}/<student>/<assignment>/results.json\n"
-            f"LMS:        {os.path.join(out, 'canvas_gradebook.csv')}, moodle_grades.csv (import as they are)\n"
-            f"feedback:   {os.path.join(out, 'reports')}/<student>/<assignment>.html\n"
-            f"report:     {os.path.join(out, 'cohort_report.html')} (the cohort's mistakes and similarity flags)")
+    from autograder.reporting import outputs
+    return outputs.where(out)
 
 
 def _release(course):

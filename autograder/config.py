@@ -7,6 +7,8 @@ of them cross files (a notebook's cells, the test files, the parts a part uses),
 a schema cannot say, and a schema's errors would need translating into these lines.
 Which keys a mapping may and must have is read from the dataclass it becomes (a field
 with a default is optional), and each is built by keyword, so a new setting is one field.
+A field's metadata says what its key means (``doc``, and ``yaml`` where the type does not say how
+it is written): docs/_ext/course_reference.py makes the table of every key from these fields.
 """
 
 import dataclasses
@@ -28,6 +30,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _LOADED: dict[str, Any] = {"loaded": True}    # a field's metadata: the loader fills it, course.yaml has no such key
 
 
+def _doc(doc: str, **more: str) -> dict[str, str]:
+    """A field's metadata: what its key means in course.yaml (and ``key``, ``yaml``: its name and
+    how it is written there, where these are not the field's own)."""
+    return {"doc": doc, **more}
+
+
 class ConfigError(CourseError):
     """course.yaml is wrong; the message is one line."""
 
@@ -36,11 +44,14 @@ class ConfigError(CourseError):
 class Part:
     id: str = field(metadata=_LOADED)
     assignment: str = field(metadata=_LOADED)    # the id of the assignment it is part of
-    title: str = ""                             # course.yaml: its id when not given
-    points: float
-    cells: list[str]
-    hidden: str = field(metadata={"key": "tests"})   # path of the hidden suite, relative to the course root
-    uses: list[str] = field(default_factory=list)   # parts whose functions this part's code may call
+    title: str = field(default="", metadata=_doc("what the tables and pages call it; its id when not given"))
+    points: float = field(metadata=_doc("its points, written into the notebooks' grade cells at release"))
+    cells: list[str] = field(metadata=_doc("the grade ids of the notebook's solution cells the part grades"))
+    hidden: str = field(metadata=_doc("the hidden suite's file, relative to the course folder "
+                                      "(outside solutions/)", key="tests", yaml="path"))
+    uses: list[str] = field(default_factory=list, metadata=_doc(
+        "other parts of the assignment whose functions this part's code may call (at grading the "
+        "reference answers those calls unless that part earned full marks)"))
 
     @property
     def check_cell(self) -> str:
@@ -61,10 +72,13 @@ class Part:
 @dataclass(kw_only=True)
 class Assignment:
     id: str = field(metadata=_LOADED)
-    notebook: str
-    parts: list[Part]
-    written: dict[str, float] = field(default_factory=dict)   # grade id of a hand-graded answer -> points
-    due: datetime.datetime | None = None      # in UTC without a time zone, as nbgrader keeps times; None: never late
+    notebook: str = field(metadata=_doc("the notebook's file name in solutions/<assignment>/"))
+    parts: list[Part] = field(metadata=_doc("its graded parts, each by its id", yaml="mapping: part id → part"))
+    written: dict[str, float] = field(default_factory=dict, metadata=_doc(
+        "answers graded by hand in formgrader: each answer cell's grade id (answer_...) and its points"))
+    # in UTC without a time zone, as nbgrader keeps times
+    due: datetime.datetime | None = field(default=None, metadata=_doc(
+        "its due date; without it the assignment is never late", yaml="ISO 8601 date and time with its UTC offset"))
 
     def part(self, part_id: str) -> Part:
         return next(p for p in self.parts if p.id == part_id)
@@ -77,34 +91,47 @@ class Assignment:
 @dataclass(kw_only=True)
 class LatePolicy:
     """What a late hand-in loses (autograder/late.py applies it)."""
-    grace_minutes: float = 0.0          # up to this late counts as on time
-    penalty_per_day: float = 0.0        # this fraction of the points earned, per started day late
-    max_penalty: float = 1.0            # never more than this fraction
-    zero_after_days: float | None = None   # later than this many days earns 0
+    grace_minutes: float = field(default=0.0, metadata=_doc("up to this many minutes late counts as on time"))
+    penalty_per_day: float = field(default=0.0, metadata=_doc(
+        "the fraction of the points earned (0 to 1) lost per started day late"))
+    max_penalty: float = field(default=1.0, metadata=_doc("never more than this fraction (0 to 1) is lost"))
+    zero_after_days: float | None = field(default=None, metadata=_doc(
+        "a hand-in later than this many days earns 0; without it, no cut-off"))
 
 
 @dataclass
 class ClusterTLS:
     """What `course grade` shows a Dask cluster: the cluster's CA certificate, its own certificate and key."""
-    ca: str
-    cert: str
-    key: str
+    ca: str = field(metadata=_doc("the cluster CA's certificate", yaml="path"))
+    cert: str = field(metadata=_doc("the client's certificate", yaml="path"))
+    key: str = field(metadata=_doc("the client's key (mode 600, this account's)", yaml="path"))
 
 
 @dataclass(kw_only=True)
 class Course:
     root: str = field(metadata=_LOADED)
     path: str = field(metadata=_LOADED)
-    course_id: str
-    limits: Limits
-    assignments: list[Assignment]
-    exchange_root: str | None = None      # nbgrader's exchange; None: <course folder>/exchange
-    similarity_threshold: float = 0.5     # the cohort report flags pairs of hand-ins from this score
-    cluster: str | None = None            # a Dask scheduler's tls:// address `course grade` grades on; None: locally
-    cluster_tls: ClusterTLS | None = None  # the client's credentials for that cluster
-    db_url: str | None = None             # the gradebook's SQLAlchemy URL; None: <grading folder>/gradebook.db
-    late: LatePolicy | None = None        # None: a late hand-in loses nothing
-    extensions: dict[str, dict[str, datetime.datetime]] = field(default_factory=dict)  # student -> assignment -> due
+    course_id: str = field(metadata=_doc("nbgrader's course id: students give it to fetch and submit"))
+    limits: Limits = field(metadata=_doc("what a student's code may use at grading and in the self-check"))
+    assignments: list[Assignment] = field(metadata=_doc(
+        "the assignments, each by its id (its folder's name in solutions/)", yaml="mapping: assignment id → assignment"))
+    exchange_root: str | None = field(default=None, metadata=_doc(
+        "nbgrader's exchange, where students fetch and hand in; without it <course folder>/exchange; "
+        "`course exchange --setup --root DIR` writes it", yaml="path"))
+    similarity_threshold: float = field(default=0.5, metadata=_doc(
+        "the cohort report flags two hand-ins whose own code is at least this share (0 to 1) alike"))
+    cluster: str | None = field(default=None, metadata=_doc(
+        "a Dask scheduler's tls:// address that `course grade` grades on; without it, locally"))
+    cluster_tls: ClusterTLS | None = field(default=None, metadata=_doc(
+        "the CA, certificate and key this client shows the cluster (`course cluster --certs DIR` makes them; "
+        "~ and ${VARIABLE}s expanded, relative to the course folder)"))
+    db_url: str | None = field(default=None, metadata=_doc(
+        "nbgrader's gradebook as an SQLAlchemy URL, ${VARIABLE}s read from the environment; "
+        "without it gradebook.db in the grading folder"))
+    late: LatePolicy | None = field(default=None, metadata=_doc("the late policy; without it a late hand-in loses nothing"))
+    extensions: dict[str, dict[str, datetime.datetime]] = field(default_factory=dict, metadata=_doc(
+        "a student's own due date per assignment, never before the assignment's",
+        yaml="mapping: student id → assignment id → ISO 8601 date and time"))
 
     def assignment(self, assignment_id: str) -> Assignment:
         for a in self.assignments:
@@ -160,7 +187,7 @@ def check_cluster_address(where: str, address: str) -> None:
     if not address.startswith("tls://"):
         raise ConfigError(f"{where}: {address} is not a tls:// address: on plain TCP anyone who reaches the "
                           "scheduler's port can run code on its workers; start the scheduler and workers "
-                          "with TLS and give tls://HOST:PORT (README, \"Bigger courses\")")
+                          "with TLS and give tls://HOST:PORT (docs/how-to/cluster.md)")
 
 
 def _cluster_tls(where, raw, root):

@@ -49,7 +49,7 @@ pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HUB_CONFIG = os.path.join(ROOT, "deploy", "jupyterhub_config.py")
-README = os.path.join(ROOT, "README.md")
+README = os.path.join(ROOT, "docs", "tutorials", "jupyterhub.md")   # the hub tutorial
 SHOTS = os.path.join(ROOT, "artifacts", "hub")
 REFRESH = 2          # seconds between the hub's reads of an account's groups (five minutes by default)
 DOMAIN = "hub.localhost"  # Chromium finds every name below localhost on this machine, as wildcard DNS would
@@ -225,10 +225,10 @@ def test_the_hub_will_not_start_servers_no_account_can_run(tmp_path):
 
 
 def _readme_account_lines():
-    """The commands of the README's step "The accounts", under "On a JupyterHub"."""
+    """The commands of the hub tutorial's step "The accounts" (docs/tutorials/jupyterhub.md)."""
     with open(README) as fh:
-        section = fh.read().split("### On a JupyterHub", 1)[1]
-    block = re.search(r"1\. \*\*The accounts\.\*\*.*?```\n(.*?)```", section, re.S)[1]
+        section = fh.read().split("## 1. The accounts", 1)[1]
+    block = re.search(r"```\n(.*?)```", section, re.S)[1]
     return [line.split("#")[0].strip() for line in block.splitlines() if line.split("#")[0].strip()]
 
 

@@ -5,11 +5,14 @@ code (:class:`selfcheck.student.Student`), into the version of every part's resu
 the released manifest, so the student's own ``pytest`` runs under the grader's limits.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, kw_only=True)
 class Limits:
-    time_per_test: float     # CPU seconds any one call into the student's code may use
-    time_per_part: float     # CPU seconds all the calls of one part may use together
-    memory_mb: int           # the address space of each process
+    # each field's doc is what course.yaml's key means (the documentation's table of keys shows it)
+    time_per_test: float = field(metadata={"doc": "CPU seconds any one call into the student's code may use "
+                                                  "(a call that waits or sleeps ends at three times this in wall-clock time)"})
+    time_per_part: float = field(metadata={"doc": "CPU seconds all the calls of one graded part may use together "
+                                                  "(at least time_per_test; three times this in wall-clock time)"})
+    memory_mb: int = field(metadata={"doc": "the address space, in MB, of each process running a student's code"})
