@@ -47,7 +47,7 @@ from typing import Any
 
 from selfcheck import causes, wire
 from selfcheck.causes import said
-from selfcheck.clock import Clock, tree_meter
+from selfcheck.clock import Clock, tree_meter, tree_runnable
 from selfcheck.launch import Jail, Unconfined
 from selfcheck.limits import Limits
 from selfcheck.program import Program
@@ -162,6 +162,7 @@ class Student:
         self._max_timeouts = max_timeouts      # None: never give up on timeouts (the stand-ins)
         self._spent = 0.0               # of the budget: CPU seconds (wall-clock ones without a meter)
         self._wall = 0.0                # wall-clock seconds of all calls, for the part's backstop
+        self._waited = 0.0              # seconds the calls spent waiting without computing
         self._ours = 0.0
         self._meter = None              # the current process's CPU seconds so far, see _start
         self._by_cpu = None             # whether the limits count CPU time (known once started)
@@ -392,6 +393,11 @@ class Student:
         if spent:
             self._out_of_time(spent)
             return StudentError("timeout", f"{what} ran past this part's {spent}")
+        if clock.expired == "wait":
+            self._out_of_time(f"waiting budget of {self.time_limit:g} s")
+            return StudentError("timeout", f"{what} waited {self._waited:.1f} s without computing (it sleeps, "
+                                           "or blocks on input or on another process): past this part's "
+                                           f"waiting budget of {self.time_limit:g} s")
         if clock.expired == "cpu":
             took = f"took more than {clock.cpu:g} s of CPU time (an endless loop, or far too slow)"
         elif self._by_cpu:
@@ -419,14 +425,23 @@ class Student:
         if self.budget is not None:
             cpu = min(cpu, self.budget - self._spent)
             wall = cpu if not self._by_cpu else min(wall, self.budget - self._wall / WALL_FACTOR)
-        clock = (Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen) if self._by_cpu
-                 else Clock(None, cpu, wall))
+        # the calls of a part (or of a self-check) may wait, neither computing nor waiting for a CPU
+        # (sleep, block on input), one call's limit in all: correct code never waits, and a part
+        # whose calls each sleep just under the limit ends in seconds, not at its wall-clock backstop
+        pid = self._proc.pid
+        clock = (Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen,
+                       runnable=lambda: tree_runnable(pid), wait=self.time_limit - self._waited)
+                 if self._by_cpu else Clock(None, cpu, wall))
         self._ours = 0.0                     # time spent starting the stand-ins: never the student's
+        reply = None
         try:
             reply = self._exchange(request, clock, what)
         finally:
             took = time.monotonic() - clock.started - self._ours
             self._wall += took
+            if reply is not None and self._proc is not None:
+                clock.finish()
+            self._waited += clock.waited
             if not self._by_cpu:
                 self._spent += took
             self._charge()
