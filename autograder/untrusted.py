@@ -169,15 +169,15 @@ def id_problem(value: str) -> str | None:
     error, never runs nor computes anything."""
     if not value:
         return "empty"
-    bad = [ch for ch in value if not ch.isprintable() or ch.isspace()]
-    if bad or clean_text(value) != value:
-        return "it holds spaces, control, format or bidirectional characters" + \
-            (f" ({shown(''.join(dict.fromkeys(bad)))})" if bad else "")
     if value[0] in ("'", '"'):
         return f"it starts with {value[0]}, which a spreadsheet hides (and so shows another id)"
     if value[0] in _TRIGGERS and not (value[0] == "-" and _AFTER_DASH.fullmatch(value[1:])
                                                       and not _COMPUTED.fullmatch(value[1:])):
         return f"it starts with {value[0]}, which a spreadsheet runs as a formula"
+    bad = [ch for ch in value if not ch.isprintable() or ch.isspace()]
+    if bad or clean_text(value) != value:
+        odd = ", ".join("a space" if ch == " " else shown(ch) for ch in dict.fromkeys(bad))
+        return "it holds spaces, control, format or bidirectional characters" + (f" ({odd})" if odd else "")
     if set(value) & set(",;|"):
         return "it holds , ; or |, where a spreadsheet splits a field or starts a command"
     if unicodedata.normalize("NFKC", value) != value:

@@ -65,12 +65,12 @@ class SafeCollect(ExchangeCollect):
         its student wrote; ValueError saying why it cannot be collected."""
         name = os.path.basename(path)
         fields = name.rsplit("+", 3)
-        if len(fields) < 3 or fields[1] != self.coursedir.assignment_id or not name.isprintable():
-            raise ValueError("its name is not <student>+<assignment>+<time>+<random>, as nbgrader's "
-                             "submit makes it")
         if len(fields) == 4 and not _RANDOM.fullmatch(fields[3]):
             raise ValueError(f"the random end of its name, {fields[3]!r}, is not the letters, digits, "
                              "- and _ nbgrader's submit writes")
+        if len(fields) < 3 or fields[1] != self.coursedir.assignment_id or not name.isprintable():
+            raise ValueError("its name is not <student>+<assignment>+<time>+<random>, as nbgrader's "
+                             "submit makes it")
         username = fields[0]
         if username in ("", ".", "..") or set(username) & set("*+") or not username.isprintable():
             raise ValueError(f"{username!r} is not a student id nbgrader's submit would write")
