@@ -181,9 +181,10 @@ def id_problem(value: str) -> str | None:
     if set(value) & set(",;|"):
         return "it holds , ; or |, where a spreadsheet splits a field or starts a command"
     if unicodedata.normalize("NFKC", value) != value:
-        odd = [ch for ch in value if unicodedata.normalize("NFKC", ch) != ch]
-        return (f"it holds look-alike characters ({', '.join(f'{ch} {unicodedata.name(ch, _escape(ch))}' for ch in odd)}), "
-                f"so it is not the id {unicodedata.normalize('NFKC', value)} it looks like")
+        alike = ", ".join(f"{ch} {unicodedata.name(ch, _escape(ch))}" for ch in dict.fromkeys(value)
+                          if unicodedata.normalize("NFKC", ch) != ch)
+        return (f"it holds look-alike characters ({alike}), so it is not the id "
+                f"{unicodedata.normalize('NFKC', value)} it looks like")
     scripts = _scripts(value)
     if len(scripts) > 1:
         names = " and ".join(s.title() for s in scripts)
