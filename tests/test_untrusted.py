@@ -162,3 +162,16 @@ def test_course_status_and_history_print_no_control_character(course, tmp_path, 
     assert cli.main(["--config", course.path, "history", "alice", "--dir", out]) == 0
     said = capsys.readouterr().out
     assert "2026-12-01T10:00:00\\x1b[8m" in said and not _raw(said), said
+
+
+def test_a_reason_is_one_line_of_the_summary_whatever_it_holds():
+    """A reason holding a newline would print a line of its own in `course grade`'s summary, one
+    that looks like another student's: it is shown as \\x0a, on its student's line."""
+    from autograder.reporting import terminal
+    forged = "SyntaxError\n  - victim/attention: grader error: forged line"
+    part = PartResult("softmax", 0.0, 4.0, "error", forged)
+    record = Submission("mallory", "attention", "attention.ipynb", parts=[part])
+    lines = terminal.summary([record, _record("bob", problem="not valid JSON\nforged too")]).splitlines()
+    assert not [x for x in lines if x.startswith("  - victim")], lines
+    assert "  - mallory/softmax: error: SyntaxError\\x0a  - victim/attention: grader error: forged line" in lines
+    assert "  - bob/attention: not valid JSON\\x0aforged too" in lines
