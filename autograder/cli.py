@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 
-from autograder import config
+from autograder import config, untrusted
 from autograder.errors import CourseError, NoSubmissions
 
 
@@ -319,6 +319,7 @@ def cmd_experiment(course: config.Course, args: argparse.Namespace) -> int:
     return 0
 
 
+@untrusted.guarded
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -19,7 +19,7 @@ import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
-from autograder import submission_time
+from autograder import submission_time, untrusted
 from selfcheck import wire
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError
 
@@ -245,11 +245,13 @@ def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget
     return left_out, None
 
 
-_STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|]{1,100}")
+_STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|\[\]]{1,100}")     # no path, no glob (nbgrader's --student)
 
 
 def student_id_problem(name: str) -> str | None:
-    """None when a folder name can be a student id in every export, else why it cannot."""
+    """None when a folder name can be a student id, written unchanged in every export
+    (:func:`autograder.untrusted.id_problem`), else why it cannot."""
     if name.startswith(".") or not _STUDENT_ID.fullmatch(name) or wire.clean_text(name) != name:
-        return "not a usable student id (control, space, path or unprintable characters, or too long)"
-    return None
+        return "not a usable student id (control, space, path, glob or unprintable characters, or too long)"
+    why = untrusted.id_problem(name)
+    return f"not a usable student id: {why}" if why else None

@@ -3,7 +3,9 @@
 ``id,first_name,last_name,email,section,sis_id``, one row per student, ``id`` as the student's
 folder in ``submitted/`` (their account name); the other columns may be empty. It fills
 nbgrader's student table (formgrader shows names, not "None, None") and the LMS files
-(:mod:`autograder.reporting.lms`), which match students by SIS id or email.
+(:mod:`autograder.reporting.lms`), which match students by SIS id or email, written unchanged:
+an id, SIS id or email a spreadsheet would run, or that looks like another id (a Cyrillic
+``а`` in a Latin name), stops with one line (:func:`autograder.untrusted.id_problem`).
 """
 
 from __future__ import annotations
@@ -59,8 +61,21 @@ def load(course: Course) -> dict[str, Student]:
                 raise CourseError(f"{NAME}, line {line}: no id")
             if sid in found:
                 raise CourseError(f"{NAME}, line {line}: {sid} is listed twice")
-            found[sid] = Student(**{k: (row.get(k) or "").strip() for k in COLUMNS if k in header})
+            entry = Student(**{k: (row.get(k) or "").strip() for k in COLUMNS if k in header})
+            _check_ids(entry, line)
+            found[sid] = entry
     return found
+
+
+def _check_ids(entry: Student, line: int) -> None:
+    """Stop with one line on an id the exports must write unchanged but cannot write safely, or
+    one that looks like another id (it would make a student of its own)."""
+    from autograder import handin, untrusted
+    for column, value in (("id", entry.id), ("sis_id", entry.sis_id), ("email", entry.email)):
+        why = handin.student_id_problem(value) if column == "id" else value and untrusted.id_problem(value)
+        if why:
+            raise CourseError(f"{NAME}, line {line}: {column} {untrusted.shown(value)!r}: {why.removeprefix('not a usable student id: ')}"
+                              f"; the LMS files write ids unchanged, so correct it in {NAME}")
 
 
 def person(roster: dict[str, Student], student: str) -> Student:

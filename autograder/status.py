@@ -8,7 +8,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
-from autograder import grading, late, store, versions
+from autograder import grading, late, store, untrusted, versions
 from autograder.errors import NoSubmissions
 from autograder.reporting import exports, terminal
 
@@ -95,7 +95,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         todo = [cell for cell, w in written.items() if not w["graded"]]
         if todo:
             unmarked.append(f"  {record.student}/{record.assignment}: {', '.join(todo)}")
-    errors = [f"  {r.student}/{r.assignment}: {r.problem}" for r in records if r.grader_error]
+    errors = [f"  {r.student}/{r.assignment}: {untrusted.shown(r.problem)}" for r in records if r.grader_error]
     before = terminal.read_totals(os.path.join(out, "totals.csv"))
     now_totals = {}
     for row in exports.totals(course, records, scores):

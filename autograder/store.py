@@ -26,8 +26,13 @@ JOURNAL = ".batch.json"     # a dot name: no student id can be it
 def replacing(path: str, **open_args: Any) -> Iterator[IO[str]]:
     """A text file to write ``path`` through: written as ``path.tmp``, renamed over ``path``
     once complete (``open_args`` as :func:`open` takes them)."""
-    with open(path + ".tmp", "w", **open_args) as fh:
-        yield fh
+    try:
+        with open(path + ".tmp", "w", **open_args) as fh:
+            yield fh
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(path + ".tmp")
+        raise
     os.replace(path + ".tmp", path)
 
 

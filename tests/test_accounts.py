@@ -4,8 +4,9 @@ As root, the test creates the accounts (removed at the end, whatever happens) an
 every student command as that student: release, fetch, submit (one student also submits
 under a classmate's name), collect, `course grade`, feedback released and fetched. It checks
 what the README promises: no student can list the hand-ins (and so find another's), the impostor's
-hand-in is refused at collect while the real student's is kept, and each feedback page
-reaches its own student only.
+hand-in is refused at collect while the real student's is kept, a hand-in renamed to end in
+terminal escapes is left out, the file names students chose reach the instructor's terminal
+as visible escapes, and each feedback page reaches its own student only.
 """
 
 import contextlib
@@ -78,6 +79,7 @@ def python_shown():
             os.rmdir(stage)
 
 
+ESCAPING = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07.txt"    # a title, a clear screen, the clipboard
 OWNER = "owner.pid"     # in each run's folder of homes: the pid of the test run that made them
 
 
@@ -222,13 +224,19 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
         assert os.stat(path).st_uid == entry.pw_uid
         with open(path, "w") as fh:
             json.dump(nb, fh)
+    # a file name that is a terminal escape (a title change, a cleared screen), which collect names
+    planted = os.path.join(pwd.getpwnam(ada).pw_dir, assignment.id, ESCAPING)
+    with open(planted, "w") as fh:
+        fh.write("x")
+    os.chown(planted, pwd.getpwnam(ada).pw_uid, pwd.getpwnam(ada).pw_gid)
     accounts.nbgrader(ada, copy, "submit", assignment.id)
     accounts.nbgrader(bob, copy, "submit", assignment.id)
+    accounts.nbgrader(eve, copy, "submit", assignment.id)
     accounts.nbgrader(eve, copy, "submit", assignment.id, f"--student={ada}")   # later than ada's
 
     inbound = os.path.join(exchange, copy.course_id, "inbound")
     handed_in = sorted(glob.glob(os.path.join(inbound, "*")))
-    assert len(handed_in) == 3
+    assert len(handed_in) == 4
     ada_own = [p for p in handed_in if os.stat(p).st_uid == pwd.getpwnam(ada).pw_uid]
     bobs = [p for p in handed_in if os.path.basename(p).startswith(bob + "+")]
     # nbgrader's protection: inbound/ cannot be listed, and a hand-in is reached only by its name,
@@ -236,11 +244,21 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
     seen = accounts.probe(eve, inbound)
     assert seen[inbound] == {"list": False, "read": False}, seen
     suffixes = [os.path.basename(p).rsplit("+", 1)[1] for p in handed_in]
-    assert len(set(suffixes)) == 3 and all(len(x) == 12 for x in suffixes)
+    assert len(set(suffixes)) == 4 and all(len(x) == 12 for x in suffixes)
     assert ada_own and bobs
+    # eve renames her own hand-in (the folder is hers, inbound/ lets her) to end in escapes
+    eves = next(p for p in handed_in if os.path.basename(p).startswith(eve + "+"))
+    accounts.run(eve, [sys.executable, "-c", "import os, sys; os.rename(*sys.argv[1:])", eves,
+                       eves.rsplit("+", 1)[0] + "+\x1b]0;pwned\x07\x1b[2J"])
 
     collected = instructor("collect", assignment.id)
-    assert "owned by" in collected.stdout + collected.stderr          # eve's hand-in, refused by name
+    said = collected.stdout + collected.stderr
+    assert "owned by" in said          # eve's hand-in, refused by name
+    # what the students named reaches the instructor's terminal as text, and eve's renamed
+    # hand-in is left out
+    assert not [c for c in ("\x1b", "\x07") if c in said], said[-3000:]
+    assert f": {ESCAPING.encode('unicode_escape').decode()} (not part of the release)" in said, said[-3000:]
+    assert "the random end of its name, '\\x1b]0;pwned\\x07\\x1b[2J'" in said, said[-3000:]
     submitted = os.path.join(copy.root, "submitted")
     assert sorted(os.listdir(submitted)) == sorted([ada, bob])
 

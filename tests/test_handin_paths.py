@@ -231,6 +231,41 @@ def test_collect_carries_only_what_the_release_declares(course, assignment, tmp_
     assert "notes.html (not part of the release)" in proc.stderr, proc.stderr[-3000:]
 
 
+# hand-in names and file names a terminal would run: a title change, a cleared screen, a
+# clipboard write (OSC 52), hidden text, reversed text
+ESCAPES = ["\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "\x1b]52;c;cHduZWQ=\x07", "\x1b[8mhidden\x1b[0m", "\u202e"]
+RAW = ("\x1b", "\x07", "\u202e")
+
+
+def test_collect_shows_the_names_students_chose_as_text(course, assignment, tmp_path):
+    """``nbgrader collect`` logs the hand-in folder's name and the files it leaves out, both a
+    student's choice: each control character reaches the terminal as a visible escape, and a
+    hand-in whose name's random end (or any of it) holds one is left out, named."""
+    settings.write_course_folder(course, str(tmp_path))
+    exchange.setup(course, str(tmp_path))
+    inbound = tmp_path / "exchange" / course.course_id / "inbound"
+    stamp = "2026-12-01 10:00:00.000000 UTC"
+    names = {FULL: f"{FULL}+{assignment.id}+{stamp}+abc123",
+             "mallory": f"mallory+{assignment.id}+{stamp}+{ESCAPES[0]}{ESCAPES[2]}",
+             "trudy": f"trudy+{assignment.id}+{stamp}\x1b[2J+abc123"}
+    for student, name in names.items():
+        _hand_in(course, str(inbound / "tmp"), student, assignment, cohort.solved(course, assignment))
+        os.rename(inbound / "tmp" / student / assignment.id, inbound / name)
+        shutil.rmtree(inbound / "tmp")
+    for attack in ESCAPES:
+        (inbound / names[FULL] / f"{attack}notes.txt").write_text("x")
+    proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], tmp_path)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-3000:]
+    assert not [c for c in RAW if c in said], said[-3000:]
+    for attack in ESCAPES:
+        shown = f"{attack}notes.txt".encode("unicode_escape").decode()
+        assert f"Left out of {inbound / names[FULL]}: {shown} (not part of the release)" in said, (shown, said[-3000:])
+    assert sorted(os.listdir(tmp_path / "submitted")) == [FULL]
+    assert "the random end of its name" in said and "\\x1b]0;pwned\\x07" in said, said[-3000:]
+    assert f"Not collecting {str(inbound / names['trudy'])!r}" in said, said[-3000:]
+
+
 def test_collect_as_an_ordinary_instructor_leaves_out_a_hand_in_it_cannot_read(course, assignment, accounts):
     """An instructor collecting without root meets what a student may make of their own hand-in: a
     folder it may list but not search, an unreadable notebook, an unreadable secret. Each

@@ -94,9 +94,9 @@ def batch(hostile_course, tmp_path_factory, request):
 
 
 def _rows(batch, student, assignment=None):
-    """The parts.csv rows of a student (an id a spreadsheet would run is stored with a quote)."""
+    """The parts.csv rows of a student (its id as it is)."""
     rows = {r["part"]: r for r in batch["rows"]
-            if r["student"].removeprefix("'") == student and assignment in (None, r["assignment"])}
+            if r["student"] == student and assignment in (None, r["assignment"])}
     assert rows, f"no grades for {student}"
     return rows
 
@@ -147,8 +147,20 @@ def test_hostile_submission_gets_its_grade(batch, name):
 def test_course_grade_prints_every_submission_and_its_status(batch):
     for name, expect in batch["expectations"].items():
         assert name in batch["printed"], name
-    assert batch["printed"].count("not a usable student id") == len(CATALOGUE.BAD_FOLDER_NAMES)
+    refused_ids = [n for n, e in batch["expectations"].items() if "not a usable student id" in e.get("refused", [])]
+    assert batch["printed"].count("not a usable student id") == len(CATALOGUE.BAD_FOLDER_NAMES) + len(refused_ids)
     assert "timeout" in batch["printed"] and "missing" in batch["printed"]
+
+
+def test_nothing_printed_runs_in_the_graders_terminal(batch):
+    """File names that are terminal escapes (a title, a cleared screen, a clipboard write, hidden
+    text) and error messages holding them reach `course grade`'s output as visible text."""
+    said = batch["printed"] + batch["errors"]
+    assert not [c for c in CATALOGUE.ESCAPES if c in said], [said[max(0, said.find(c) - 200):said.find(c) + 50]
+                                                            for c in CATALOGUE.ESCAPES if c in said]
+    line = next(x for x in batch["printed"].splitlines() if "left out of escapes-in-file-names/" in x)
+    for name in CATALOGUE.ESCAPING_NAMES:
+        assert name.encode("unicode_escape").decode() in line, (name, line)
 
 
 def test_honest_grades_are_exactly_what_they_are_alone(batch):
@@ -235,7 +247,7 @@ def test_the_gradebook_agrees_with_the_results(batch):
         for row in batch["rows"]:
             notebook = os.path.splitext(course.assignment(row["assignment"]).notebook)[0]
             grade = gb.find_grade(course.assignment(row["assignment"]).part(row["part"]).check_cell, notebook,
-                                  row["assignment"], row["student"].removeprefix("'"))
+                                  row["assignment"], row["student"])
             if (grade.score, grade.max_score) != (float(row["score"]), float(row["max_score"])):
                 disagree.append((row["student"], row["part"], grade.score, grade.max_score, row["score"]))
     assert not disagree, disagree
@@ -262,25 +274,35 @@ def test_no_escape_to_the_host(batch):
 
 
 def test_every_export_holds_clean_spreadsheet_safe_text(batch):
-    """Odd text from a submission reaches no export unclean, no export is cut short, and a
-    student id a spreadsheet would run as a formula is stored with a leading quote."""
+    """Odd text from a submission reaches no export unclean, no export is cut short, every text
+    field is quoted, no piece a spreadsheet could split off (at ; , a tab or a newline) starts a
+    formula, and every student id is written unchanged: -john@x.edu as it is."""
     import unicodedata
     out = batch["out"]
     students = {r["student"] for r in batch["rows"]}
-    for name in ("parts.csv", "totals.csv", "grades.csv"):
-        with open(out / name, encoding="utf-8") as fh:
+    assert "-john@x.edu" in students
+    ids_of = {"parts.csv": [0], "totals.csv": [0], "grades.csv": [3, 6], "canvas_gradebook.csv": [2, 3],
+              "moodle_grades.csv": [0, 1]}
+    for name, id_columns in ids_of.items():
+        with open(out / name, encoding="utf-8", newline="") as fh:
             rows = list(csv.reader(fh))
-        cells = [cell for row in rows for cell in row]
+        with open(out / name, encoding="utf-8", newline="") as fh:      # every unquoted field is a number
+            list(csv.reader(fh, quoting=csv.QUOTE_NONNUMERIC))
+        cells = [cell for row in rows for i, cell in enumerate(row) if i not in id_columns]
         assert not [c for c in cells if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\n\t"
                                             for ch in c)], name
         assert not [c for c in cells if "\u202e" in c], name
-        assert not [c for c in cells if c.startswith(("=", "+", "@"))], name
-        ids = {row[0] if name != "grades.csv" else row[3] for row in rows[1:]}
-        assert "'=1+2" in ids, name
-        if name != "grades.csv":
+        pieces = [p.lstrip(" \t") for c in cells for p in re.split(r"[;,\t\n\r]", c)]
+        assert not [p for p in pieces if p.startswith(("=", "+", "-", "@")) and not re.fullmatch(r"-[\d.]+", p)], name
+        if name == "moodle_grades.csv":
+            continue                # no roster: no e-mail nor ID number to match by
+        ids = {row[id_columns[-1] if name == "canvas_gradebook.csv" else id_columns[0]] for row in rows[1:]}
+        assert "-john@x.edu" in ids and "'-john@x.edu" not in ids, name
+        if name in ("parts.csv", "totals.csv"):
             assert students <= ids | {"student"}, (name, students - ids)
     odd = _rows(batch, "odd-text-in-errors")[CATALOGUE.TARGET]["reason"]
     assert "lone surrogate" in odd and "\ufffd" in odd
+    assert ";'=1+2;'@SUM(1+1);'=cmd|" in odd, odd
 
 
 def test_no_solution_source_reaches_a_student(batch):
@@ -377,7 +399,7 @@ def test_the_catalogue_covers_every_behaviour():
               "remounts-the-sandbox", "mutates-input-under-patched-numpy", "exhausts-pids", "fills-tmpfs",
               "many-processes-eat-memory", "slow-calls", "odd-text-in-errors", "huge-reply",
               "reads-the-stand-ins", "symlink-to-solutions", "folder-symlink", "deeply-nested-notebook",
-              "=1+2", "script-in-answer", "shadows-given-model", "stand-in-as-oracle", "malformed-metadata",
+              "=1+2", "'-john@x.edu", "j\u0430ne", "-john@x.edu", "escapes-in-file-names", "script-in-answer", "shadows-given-model", "stand-in-as-oracle", "malformed-metadata",
               "batch.json", "given-amplifier", "adds-a-given-cell", "hands-in-a-page", "inflated-duplicate-ids",
               "fifo-notebook", "student-folder-symlink"}
     assert wanted <= set(CATALOGUE.ENTRIES)

@@ -19,15 +19,17 @@ nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
   student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
   parse, a file, a link) is left out with a warning, never stopping the
   others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
-  never the one the student wrote.
+  never the one the student wrote. Every name it logs shows its control characters as
+  escapes (:func:`autograder.untrusted.guard_logging`), and a hand-in whose name holds
+  any, or whose random end is not the one nbgrader's submit writes, is left out.
 * :class:`SafeReleaseFeedback` releases each student's feedback on its own: a
   hand-in whose secret (which alone names the released page) is missing, not the
   token nbgrader's submit writes, or also another student's is skipped with a
   warning naming the student, never stopping the class's release (nbgrader's raises
   on the first bad one, on every later run) nor landing on a classmate's page.
 * :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
-  csv module, every text field spreadsheet-safe (a student id starting with
-  ``=`` cannot become a formula; a comma in a name cannot shift a column).
+  csv module, every text field quoted and spreadsheet-safe, the ids unchanged
+  (:func:`autograder.untrusted.writer`; a comma in a name cannot shift a column).
 """
 
 import contextlib
@@ -47,7 +49,9 @@ from nbgrader.plugins import CsvExportPlugin
 from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder import handin, submission_time
+from autograder import handin, submission_time, untrusted
+
+_RANDOM = re.compile(r"[A-Za-z0-9_-]{1,64}")    # nbgrader's submit: 9 random bytes, URL-safe base64
 
 
 class SafeCollect(ExchangeCollect):
@@ -61,12 +65,18 @@ class SafeCollect(ExchangeCollect):
         its student wrote; ValueError saying why it cannot be collected."""
         name = os.path.basename(path)
         fields = name.rsplit("+", 3)
-        if len(fields) < 3 or fields[1] != self.coursedir.assignment_id:
+        if len(fields) == 4 and not _RANDOM.fullmatch(fields[3]):
+            raise ValueError(f"the random end of its name, {fields[3]!r}, is not the letters, digits, "
+                             "- and _ nbgrader's submit writes")
+        if len(fields) < 3 or fields[1] != self.coursedir.assignment_id or not name.isprintable():
             raise ValueError("its name is not <student>+<assignment>+<time>+<random>, as nbgrader's "
                              "submit makes it")
         username = fields[0]
         if username in ("", ".", "..") or set(username) & set("*+") or not username.isprintable():
             raise ValueError(f"{username!r} is not a student id nbgrader's submit would write")
+        why = handin.student_id_problem(username)
+        if why:
+            raise ValueError(f"{username!r} is {why}")
         try:
             parse_utc(fields[2])
         except (ValueError, OverflowError, TypeError):
@@ -84,6 +94,7 @@ class SafeCollect(ExchangeCollect):
         hand-in, or their latest before the due date with ``--before-duedate``, by the
         exchange's times. nbgrader's stops at the first name it cannot parse, so any account
         could stop the class's collect."""
+        untrusted.guard_logging()       # names and files chosen by students, shown as text
         if self.coursedir.course_id == "":
             self.fail("No course id specified. Re-run with --course flag.")
         self.course_path = os.path.join(self.root, self.coursedir.course_id)
@@ -323,4 +334,4 @@ class SafeCsvExport(CsvExportPlugin):
                                late_submission_penalty=round(penalty, 3),
                                score=round(max(0.0, submission.score - penalty), 3))
                 rows.append({k: (v if isinstance(v, (int, float)) else str(v)) for k, v in row.items()})
-        write_csv(self.to or "grades.csv", self.COLUMNS, rows)
+        write_csv(self.to or "grades.csv", self.COLUMNS, rows, ids=("student_id", "email"))

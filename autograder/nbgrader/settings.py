@@ -19,7 +19,7 @@ import sys
 
 from traitlets.config import Config
 
-from autograder import config, private
+from autograder import config, private, untrusted
 from autograder.config import Course
 from autograder.errors import CourseError
 
@@ -81,9 +81,12 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None)
     the self-check kit there, so its release is the one `course release` makes. Whatever the
     command writes there (collect's ``submitted/``, autograde's ``autograded/`` and gradebook,
     generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``.
+    Every log record of the process shows the control characters of its text as escapes
+    (:func:`autograder.untrusted.guard_logging`): collect logs the names students chose.
     """
     from autograder.nbgrader import converters
     converters.install()
+    untrusted.guard_logging()       # file names, ids and messages of students, shown in every log
     try:
         course = config.load(course_yaml)
     except config.ConfigError as exc:

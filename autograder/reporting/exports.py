@@ -1,46 +1,37 @@
 """The files an instructor exports: parts.csv (one row per part), totals.csv for an LMS, and a
 Gradescope ``results.json`` per submission; and the CSV writer every export uses.
 
-Every field written is clean, spreadsheet-safe text (:func:`spreadsheet_safe`), so a student's
-text that a spreadsheet would run as a formula is stored as text.
+Every text field is quoted and spreadsheet-safe (:func:`autograder.untrusted.cell`), so a
+student's text that a spreadsheet would run as a formula is stored as text, and every id is
+written unchanged (:func:`autograder.untrusted.id_cell`), so an LMS matches it.
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from autograder import late
+from autograder import late, untrusted
 from autograder.store import replacing
-from selfcheck.wire import clean_text
 
 if TYPE_CHECKING:
     from autograder.config import Assignment, Course
     from autograder.results import PartResult, Submission
 
 COLUMNS = ("student", "assignment", "part", "score", "max_score", "status", "reason")
-_FORMULA = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
-def spreadsheet_safe(value: Any) -> Any:
-    """A CSV field no spreadsheet runs as a formula: text starting with = + - @ (or a control
-    character) gets a leading apostrophe, as OWASP recommends; numbers pass unchanged."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value
-    text = clean_text("" if value is None else value)
-    return "'" + text if text.startswith(_FORMULA) else text
-
-
-def write_csv(path: str, columns: Sequence[str], rows_: Iterable[Mapping[str, Any]]) -> str:
-    """Write rows (dicts) to ``path`` atomically, every field spreadsheet-safe."""
+def write_csv(path: str, columns: Sequence[str], rows_: Iterable[Mapping[str, Any]],
+              ids: tuple[str, ...] = ()) -> str:
+    """Write rows (dicts) to ``path`` atomically: every text field quoted and spreadsheet-safe,
+    the ``ids`` columns unchanged (:func:`autograder.untrusted.writer`). An id that cannot be
+    written unchanged stops the export (:class:`autograder.untrusted.UnsafeId`), the file as it was."""
     with replacing(path, newline="", encoding="utf-8", errors="replace") as fh:
-        writer = csv.DictWriter(fh, fieldnames=columns)
-        writer.writeheader()
+        write = untrusted.writer(fh, columns, ids)
         for row in rows_:
-            writer.writerow({k: spreadsheet_safe(v) for k, v in row.items()})
+            write(row)
     return path
 
 
@@ -55,7 +46,7 @@ def rows(records: Iterable[Submission]) -> Iterator[dict]:
 
 
 def write_grades(out: str, records: Iterable[Submission]) -> str:
-    return write_csv(os.path.join(out, "parts.csv"), COLUMNS, rows(records))
+    return write_csv(os.path.join(out, "parts.csv"), COLUMNS, rows(records), ids=("student",))
 
 
 def totals(course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> list[dict]:
@@ -119,7 +110,7 @@ def totals_columns(course: Course) -> list[str]:
 def write_totals(out: str, course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> str:
     return write_csv(os.path.join(out, "totals.csv"), totals_columns(course),
                      ({k: (f"{v:g}" if isinstance(v, float) else v) for k, v in row.items()}
-                      for row in totals(course, records, gradebook)))
+                      for row in totals(course, records, gradebook)), ids=("student_id",))
 
 
 def part_output(part: PartResult) -> str:

@@ -53,5 +53,5 @@ def write(out: str, course: Course, totals: Iterable[Mapping], roster: Mapping[s
                        "SIS Login ID": who.id, "Section": who.section, **scores})
         moodle.append({"Email address": who.email, "ID number": who.sis_id, "First name": who.first_name,
                        "Last name": who.last_name or who.id, **scores})
-    return [write_csv(os.path.join(out, CANVAS), CANVAS_COLUMNS + names, canvas),
-            write_csv(os.path.join(out, MOODLE), MOODLE_COLUMNS + names, moodle)]
+    return [write_csv(os.path.join(out, CANVAS), CANVAS_COLUMNS + names, canvas, ids=("SIS User ID", "SIS Login ID")),
+            write_csv(os.path.join(out, MOODLE), MOODLE_COLUMNS + names, moodle, ids=("Email address", "ID number"))]

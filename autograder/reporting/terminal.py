@@ -1,10 +1,15 @@
-"""What a grading run prints: the table of scores, the summary of a batch, the regrade's diff."""
+"""What a grading run prints: the table of scores, the summary of a batch, the regrade's diff.
+
+Everything the ``course`` command prints is shown as text (:func:`autograder.untrusted.guarded`);
+a student's reason, one line of the summary, also shows its newlines (:func:`autograder.untrusted.shown`)."""
 
 from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
+
+from autograder.untrusted import shown
 
 if TYPE_CHECKING:
     from autograder.grading import Batch
@@ -63,14 +68,15 @@ def summary(batch: Batch | Sequence[Submission]) -> str:
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(getattr(batch, 'pending', []))} submission(s) not graded yet; "
                      "run the same command with --resume to finish")
-    for r in sorted(failed, key=lambda r: r.key):
-        lines.append(f"  - {r.student}/{r.assignment}: {r.problem}")
+    for r in sorted(failed, key=lambda r: r.key):         # one line each: a newline in it is shown too
+        lines.append(f"  - {r.student}/{r.assignment}: {shown(r.problem)}")
     odd = [(r, p) for r in records if not r.problem for p in r.parts
            if p.status in ("timeout", "error", "missing")]
     if odd:
         lines.append(f"parts that did not run normally ({len(odd)}; reasons in parts.csv):")
         for r, p in sorted(odd, key=lambda rp: (rp[0].student, rp[1].part))[:40]:
-            reason = p.reason if len(p.reason) <= 110 else p.reason[:107] + "..."
+            reason = shown(p.reason)
+            reason = reason if len(reason) <= 110 else reason[:107] + "..."
             lines.append(f"  - {r.student}/{p.part}: {p.status}: {reason}")
         if len(odd) > 40:
             lines.append(f"  ... and {len(odd) - 40} more")
