@@ -120,3 +120,18 @@ def test_nbgrader_feedback_shows_the_image_and_escapes_the_tas_comment(course, a
     shown = lab[lab.find("<b>Comments:</b>"):][:800]
     assert "&lt;script&gt;alert('TA-comment')&lt;/script&gt;" in shown, shown
     assert "<script>alert('TA-comment')" not in lab and 'href="javascript:' not in lab, shown
+
+
+def test_the_courses_feedback_page_shows_the_answer_with_its_image(course, assignment, graded):
+    folder, _ = graded
+    pages = {}
+    for student in ("lab", "notebook7", "vscode", "vscode44", "svg", "plain"):
+        with open(folder / "reports" / student / f"{assignment.id}.html", encoding="utf-8") as fh:
+            pages[student] = fh.read()
+        assert 'id="answer-answer_selection"' in pages[student] and "the softmax" in pages[student], student
+    for student in ("lab", "notebook7", "vscode", "vscode44", "svg"):
+        assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
+    assert "data:image" not in pages["plain"]
+    _assert_dropped(pages["svg"])
+    for page in pages.values():
+        assert "<script" not in page
