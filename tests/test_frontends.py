@@ -1,6 +1,7 @@
 """A notebook as JupyterLab 4, Notebook 7 or VS Code saves it is graded like any other.
 
-The notebooks are the solved one saved the way each front end writes it (tests/frontend_notebooks.py):
+The notebooks are the solved one saved by a real JupyterLab 4 after a paste (a fixture), and
+the solved one saved the way each front end writes it (tests/frontend_notebooks.py):
 an image pasted into a written answer (a cell attachment), an ipywidgets state in the metadata,
 nbformat 4.5 with cell ids, 4.4 and 4.2 without, VS Code's ``.venv`` kernel and its metadata.
 The real ``course grade`` grades them (nbgrader's autograde inside it) and every one is in the
@@ -11,6 +12,7 @@ escaped.
 """
 
 import csv
+import json
 import os
 import subprocess
 import sys
@@ -25,6 +27,9 @@ from test_nbgrader_paths import _env, formgrader
 pytestmark = pytest.mark.slow
 
 BIN = os.path.dirname(sys.executable)
+# the solved notebook as a real JupyterLab 4 saved it, a PNG pasted into answer_selection
+# (made by tests/fixtures/frontends/jupyterlab4.py in Chromium)
+SAVED_BY_JUPYTERLAB = os.path.join(os.path.dirname(__file__), "fixtures", "frontends", "jupyterlab4.ipynb")
 HTML_ATTACHMENT = "PHNjcmlwdD5hbGVydCgnaHRtbC1hdHRhY2htZW50Jyk8L3NjcmlwdD4="     # <script>alert('html-attachment')</script>
 COMMENT = "Good. <script>alert('TA-comment')</script> **well argued** [see](javascript:alert('TA-link'))"
 
@@ -39,7 +44,9 @@ def _notebooks(course, assignment):
     svg = front.paste_image(front.jupyterlab(solved, "answer_mask_order"), "answer_selection", "drawing.svg",
                             "image/svg+xml", front.SVG_B64)
     front.paste_image(svg, "answer_selection", "page.html", "text/html", HTML_ATTACHMENT)
-    return {"lab": front.jupyterlab(solved, "answer_selection"),
+    with open(SAVED_BY_JUPYTERLAB) as fh:
+        saved = json.load(fh)
+    return {"jupyterlab": saved, "lab": front.jupyterlab(solved, "answer_selection"),
             "notebook7": front.notebook7(solved, "answer_mask_order"),
             "vscode": front.vscode(solved, "answer_selection"),
             "vscode44": front.vscode(solved, "answer_selection", minor=4),
@@ -83,12 +90,12 @@ def test_formgrader_shows_the_ta_the_pasted_image(course, assignment, graded, tm
         with urllib.request.urlopen(request, timeout=120) as response:
             ids = {n["student"]: n["id"] for n in json.load(response)}
         pages = {}
-        for student in ("lab", "vscode", "svg"):
+        for student in ("jupyterlab", "lab", "vscode", "svg"):
             request = urllib.request.Request(f"{base}/formgrader/submissions/{ids[student]}",
                                              headers={"Authorization": f"token {token}"})
             with urllib.request.urlopen(request, timeout=120) as response:
                 pages[student] = response.read().decode()
-    for student in ("lab", "vscode"):
+    for student in ("jupyterlab", "lab", "vscode"):
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
     _assert_dropped(pages["svg"])
 
@@ -109,7 +116,7 @@ def test_nbgrader_feedback_shows_the_image_and_escapes_the_tas_comment(course, a
                           cwd=folder, env=_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     pages = {}
-    for student in ("lab", "notebook7", "vscode", "vscode44", "svg"):
+    for student in ("jupyterlab", "lab", "notebook7", "vscode", "vscode44", "svg"):
         with open(folder / "feedback" / student / assignment.id / "attention.html", encoding="utf-8") as fh:
             pages[student] = fh.read()
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
@@ -125,11 +132,11 @@ def test_nbgrader_feedback_shows_the_image_and_escapes_the_tas_comment(course, a
 def test_the_courses_feedback_page_shows_the_answer_with_its_image(course, assignment, graded):
     folder, _ = graded
     pages = {}
-    for student in ("lab", "notebook7", "vscode", "vscode44", "svg", "plain"):
+    for student in ("jupyterlab", "lab", "notebook7", "vscode", "vscode44", "svg", "plain"):
         with open(folder / "reports" / student / f"{assignment.id}.html", encoding="utf-8") as fh:
             pages[student] = fh.read()
         assert 'id="answer-answer_selection"' in pages[student] and "the softmax" in pages[student], student
-    for student in ("lab", "notebook7", "vscode", "vscode44", "svg"):
+    for student in ("jupyterlab", "lab", "notebook7", "vscode", "vscode44", "svg"):
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
     assert "data:image" not in pages["plain"]
     _assert_dropped(pages["svg"])
