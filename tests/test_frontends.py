@@ -46,11 +46,22 @@ def _notebooks(course, assignment):
     front.paste_image(svg, "answer_selection", "page.html", "text/html", HTML_ATTACHMENT)
     with open(SAVED_BY_JUPYTERLAB) as fh:
         saved = json.load(fh)
-    return {"jupyterlab": saved, "lab": front.jupyterlab(solved, "answer_selection"),
+    weblink = front.jupyterlab(solved, "answer_selection")     # and a picture linked from the web
+    front.paste_image(weblink, "answer_mask_order", "chart", "image/png", "")
+    return {"jupyterlab": saved, "weblink": _linked(weblink, "answer_mask_order", "https://example.org/chart.png"),
+            "lab": front.jupyterlab(solved, "answer_selection"),
             "notebook7": front.notebook7(solved, "answer_mask_order"),
             "vscode": front.vscode(solved, "answer_selection"),
             "vscode44": front.vscode(solved, "answer_selection", minor=4),
             "svg": svg, "plain": solved}
+
+
+def _linked(nb, grade_id, url):
+    """The answer ``grade_id`` with its last image taken from ``url`` instead of the notebook."""
+    cell = next(c for c in nb["cells"] if (c["metadata"].get("nbgrader") or {}).get("grade_id") == grade_id)
+    cell["source"] = cell["source"].replace("(attachment:chart)", f"({url})")
+    del cell["attachments"]
+    return nb
 
 
 @pytest.fixture(scope="module")
@@ -140,5 +151,8 @@ def test_the_courses_feedback_page_shows_the_answer_with_its_image(course, assig
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
     assert "data:image" not in pages["plain"]
     _assert_dropped(pages["svg"])
+    with open(folder / "reports" / "weblink" / f"{assignment.id}.html", encoding="utf-8") as fh:
+        pages["weblink"] = fh.read()
+    assert "(image https://example.org/chart.png not shown here)" in pages["weblink"]   # it loads nothing
     for page in pages.values():
-        assert "<script" not in page
+        assert "<script" not in page and 'src="http' not in page

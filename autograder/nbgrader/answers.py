@@ -3,7 +3,8 @@
 Read from the autograded notebooks (``autograded/<student>/<assignment>/``, through the reader:
 never a link) and rendered by the pass formgrader's copy went through
 (:class:`~autograder.nbgrader.preprocessors.SanitizeMarkdown`), once more: safe HTML, a pasted
-image in it as the image itself, so the student sees on the page the answer the TA graded.
+image in it as the image itself, so the student sees on the page the answer the TA graded. The
+page loads nothing: an image the answer links to on the web is a note naming it.
 """
 
 import os
@@ -20,6 +21,7 @@ def written_answers(course: Course, out: str, student: str, assignment_id: str) 
     """grade id -> the written answer's HTML, for the answers ``course.yaml`` grades by hand
     that the autograded notebook holds (none when it cannot be read)."""
     from autograder.nbgrader.preprocessors import SanitizeMarkdown
+    from autograder.nbgrader.preprocessors.sanitizemarkdown import inline_images_only
     assignment = course.assignment(assignment_id)
     shown = f"autograded/{student}/{assignment_id}/{assignment.notebook}"
     try:
@@ -36,7 +38,7 @@ def written_answers(course: Course, out: str, student: str, assignment_id: str) 
             if isinstance(cell.get("attachments"), dict):
                 cells[gid]["attachments"] = cell["attachments"]
     clean, _ = SanitizeMarkdown().preprocess(nbformat.v4.new_notebook(cells=list(cells.values())), {})
-    return {gid: cell.source for gid, cell in zip(cells, clean.cells)}
+    return {gid: inline_images_only(cell.source) for gid, cell in zip(cells, clean.cells)}
 
 
 def add_answers(course: Course, out: str, gradebook: Mapping[tuple[str, str], dict]) -> None:

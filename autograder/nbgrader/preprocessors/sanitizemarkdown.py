@@ -103,6 +103,15 @@ class SanitizeMarkdown(NbGraderPreprocessor):
         return f'<img src="data:{mime};base64,{base64.b64encode(data).decode()}"{shown}>'
 
 
+def inline_images_only(html: str) -> str:
+    """``html`` (this pass's) with every image that would be fetched (an ``http:`` or ``https:``
+    source) replaced by a note: a page that must load nothing shows only the images it holds."""
+    def keep(found: re.Match) -> str:
+        src = unescape(dict(_ATTR.findall(found.group(1))).get("src", ""))
+        return found.group(0) if src.startswith("data:") else f"<em>(image {escape(src[:200])} not shown here)</em>"
+    return _IMG.sub(keep, html)
+
+
 def _take_inline(images: dict, found: re.Match) -> str:
     """An image written into the text as a ``data:`` URL (by the student, or by this pass at
     autograde) set aside as an attachment of its own, so that it is checked like one and not
