@@ -27,9 +27,9 @@ from test_nbgrader_paths import _env, formgrader
 pytestmark = pytest.mark.slow
 
 BIN = os.path.dirname(sys.executable)
-# the solved notebook as a real JupyterLab 4 saved it, a PNG pasted into answer_selection
-# (made by tests/fixtures/frontends/jupyterlab4.py in Chromium)
-SAVED_BY_JUPYTERLAB = os.path.join(os.path.dirname(__file__), "fixtures", "frontends", "jupyterlab4.ipynb")
+# the solved notebook as a real JupyterLab 4 and a real Notebook 7 saved it, a PNG pasted into
+# answer_selection (jupyterlab4.ipynb, notebook7.ipynb: tests/fixtures/frontends/paste_and_save.py)
+SAVED = os.path.join(os.path.dirname(__file__), "fixtures", "frontends")
 HTML_ATTACHMENT = "PHNjcmlwdD5hbGVydCgnaHRtbC1hdHRhY2htZW50Jyk8L3NjcmlwdD4="     # <script>alert('html-attachment')</script>
 COMMENT = "Good. <script>alert('TA-comment')</script> **well argued** [see](javascript:alert('TA-link'))"
 
@@ -44,11 +44,14 @@ def _notebooks(course, assignment):
     svg = front.paste_image(front.jupyterlab(solved, "answer_mask_order"), "answer_selection", "drawing.svg",
                             "image/svg+xml", front.SVG_B64)
     front.paste_image(svg, "answer_selection", "page.html", "text/html", HTML_ATTACHMENT)
-    with open(SAVED_BY_JUPYTERLAB) as fh:
-        saved = json.load(fh)
+    saved = {}
+    for front_end in ("jupyterlab4", "notebook7"):
+        with open(os.path.join(SAVED, f"{front_end}.ipynb")) as fh:
+            saved[front_end] = json.load(fh)
     weblink = front.jupyterlab(solved, "answer_selection")     # and a picture linked from the web
     front.paste_image(weblink, "answer_mask_order", "chart", "image/png", "")
-    return {"jupyterlab": saved, "weblink": _linked(weblink, "answer_mask_order", "https://example.org/chart.png"),
+    return {"jupyterlab": saved["jupyterlab4"], "saved-by-notebook7": saved["notebook7"],
+            "weblink": _linked(weblink, "answer_mask_order", "https://example.org/chart.png"),
             "lab": front.jupyterlab(solved, "answer_selection"),
             "notebook7": front.notebook7(solved, "answer_mask_order"),
             "vscode": front.vscode(solved, "answer_selection"),
@@ -101,12 +104,12 @@ def test_formgrader_shows_the_ta_the_pasted_image(course, assignment, graded, tm
         with urllib.request.urlopen(request, timeout=120) as response:
             ids = {n["student"]: n["id"] for n in json.load(response)}
         pages = {}
-        for student in ("jupyterlab", "lab", "vscode", "svg"):
+        for student in ("jupyterlab", "saved-by-notebook7", "lab", "vscode", "svg"):
             request = urllib.request.Request(f"{base}/formgrader/submissions/{ids[student]}",
                                              headers={"Authorization": f"token {token}"})
             with urllib.request.urlopen(request, timeout=120) as response:
                 pages[student] = response.read().decode()
-    for student in ("jupyterlab", "lab", "vscode"):
+    for student in ("jupyterlab", "saved-by-notebook7", "lab", "vscode"):
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
     _assert_dropped(pages["svg"])
 
@@ -127,7 +130,7 @@ def test_nbgrader_feedback_shows_the_image_and_escapes_the_tas_comment(course, a
                           cwd=folder, env=_env(), capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     pages = {}
-    for student in ("jupyterlab", "lab", "notebook7", "vscode", "vscode44", "svg"):
+    for student in ("jupyterlab", "saved-by-notebook7", "lab", "notebook7", "vscode", "vscode44", "svg"):
         with open(folder / "feedback" / student / assignment.id / "attention.html", encoding="utf-8") as fh:
             pages[student] = fh.read()
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
@@ -143,11 +146,12 @@ def test_nbgrader_feedback_shows_the_image_and_escapes_the_tas_comment(course, a
 def test_the_courses_feedback_page_shows_the_answer_with_its_image(course, assignment, graded):
     folder, _ = graded
     pages = {}
-    for student in ("jupyterlab", "lab", "notebook7", "vscode", "vscode44", "svg", "plain"):
+    for student in ("jupyterlab", "saved-by-notebook7", "lab", "notebook7", "vscode", "vscode44", "svg",
+                    "plain"):
         with open(folder / "reports" / student / f"{assignment.id}.html", encoding="utf-8") as fh:
             pages[student] = fh.read()
         assert 'id="answer-answer_selection"' in pages[student] and "the softmax" in pages[student], student
-    for student in ("jupyterlab", "lab", "notebook7", "vscode", "vscode44", "svg"):
+    for student in ("jupyterlab", "saved-by-notebook7", "lab", "notebook7", "vscode", "vscode44", "svg"):
         assert f"data:image/png;base64,{front.PNG_B64}" in pages[student], student
     assert "data:image" not in pages["plain"]
     _assert_dropped(pages["svg"])

@@ -602,3 +602,25 @@ def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_check
     said = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True).stdout
             for code in (deferred, check)]
     assert said[0] == said[1] == "True False False\n"
+
+
+# --- the written answers of the course's feedback page --------------------------------------------
+
+def test_the_written_answers_are_read_through_the_reader(course, tmp_path):
+    """An autograded notebook that is a link (to the solution) gives no answers; a real one its
+    answers, rendered safely."""
+    from autograder import cohort
+    from autograder.nbgrader.answers import written_answers
+    assignment = course.assignment("attention")
+    folder = tmp_path / "autograded" / "linked" / assignment.id
+    folder.mkdir(parents=True)
+    os.symlink(course.source(assignment, assignment.notebook), folder / assignment.notebook)
+    assert written_answers(course, str(tmp_path), "linked", assignment.id) == {}
+    nb = cohort.stub(course, assignment)
+    cell = next(c for c in nb["cells"] if (c["metadata"].get("nbgrader") or {}).get("grade_id") == "answer_selection")
+    cell["source"] = "mine <script>alert(1)</script> ![x](http://example.org/x.png)"
+    cohort.write(nb, str(tmp_path / "autograded"), "real", assignment)
+    found = written_answers(course, str(tmp_path), "real", assignment.id)
+    assert set(found) == set(assignment.written)
+    assert "mine" in found["answer_selection"] and "<script" not in found["answer_selection"]
+    assert "(image http://example.org/x.png not shown here)" in found["answer_selection"]
