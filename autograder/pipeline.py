@@ -157,7 +157,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission]) -> li
     Each stands alone: one that fails becomes a warning and the others are still written.
     Returns the warnings; raises CourseError, writing nothing, when ``out``'s own gradebook
     is not the one course.yaml's ``db_url`` names (its hand grades would be lost)."""
-    from autograder.nbgrader import apps, gradebook as nbgrader_gradebook
+    from autograder.nbgrader import answers, apps, gradebook as nbgrader_gradebook
     lost = nbgrader_gradebook.stranded(course, out)
     if lost:
         raise CourseError(lost)
@@ -167,6 +167,10 @@ def export(course: config.Course, out: str, records: Sequence[Submission]) -> li
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
+    try:
+        answers.add_answers(course, out, gradebook)
+    except Exception as exc:  # noqa: BLE001 - the feedback pages without the answers are still worth having
+        warnings.append(f"the written answers could not be read ({exc}); the feedback pages leave them out")
     assess_late(course, out, records, gradebook)
     if gradebook:
         try:

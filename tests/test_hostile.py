@@ -310,7 +310,12 @@ def test_no_solution_source_reaches_a_student(batch):
     for it there and raises what it finds shows nothing of it."""
     from autograder import release
     course = batch["course"]
-    lines = release._solution_lines(course, course.assignment("attention"))
+    from selfcheck.program import grade_id, read_notebook, source
+    assignment = course.assignment("attention")
+    # the page shows the student's own written answers (here the model answers, handed in)
+    handed_in = read_notebook(str(batch["submitted"] / "reads-the-stand-ins" / "attention" / "attention.ipynb"))
+    own = "\n".join(source(c) for c in handed_in["cells"] if grade_id(c) in assignment.written)
+    lines = [line for line in release._solution_lines(course, assignment) if line not in own]
     seen = " ".join(r["reason"] for r in _rows(batch, "reads-the-stand-ins").values())
     with open(batch["out"] / "reports" / "reads-the-stand-ins" / "attention.html", encoding="utf-8") as fh:
         seen += fh.read()
@@ -335,18 +340,25 @@ def test_nbgrader_feedback_is_sanitised(batch):
     """A written answer's <script> and event handlers never reach nbgrader's feedback page."""
     from autograder.nbgrader import apps
     course = batch["course"]
-    apps.generate_feedback(course, course.assignment("attention"), str(batch["out"]), "script-in-answer")
-    with open(batch["out"] / "feedback" / "script-in-answer" / "attention" / "attention.html",
-              encoding="utf-8") as fh:
-        page = fh.read()
-    with open(batch["out"] / "autograded" / "script-in-answer" / "attention" / "attention.ipynb",
-              encoding="utf-8") as fh:
-        autograded = fh.read()      # what formgrader shows the instructor
-    for text in (page, autograded):
-        assert "the keys are alike" in text
-        assert not re.search(r"<script[^>]*>[^<]*HOSTILE", text), "a student's script survived"
-        assert not re.search(r"<[a-zA-Z]+\s[^>]*\bon\w+\s*=", text), "an event handler survived"
-        assert not re.search(r"(href|src)\s*=\s*[\"']?\s*javascript:", text), "a javascript: link survived"
+    for student in ("script-in-answer", "hostile-attachments"):
+        apps.generate_feedback(course, course.assignment("attention"), str(batch["out"]), student)
+        with open(batch["out"] / "feedback" / student / "attention" / "attention.html", encoding="utf-8") as fh:
+            page = fh.read()
+        with open(batch["out"] / "autograded" / student / "attention" / "attention.ipynb", encoding="utf-8") as fh:
+            autograded = fh.read()      # what formgrader shows the instructor
+        with open(batch["out"] / "reports" / student / "attention.html", encoding="utf-8") as fh:
+            course_page = fh.read()     # the course's own page, the answer in it
+        for text in (page, autograded, course_page):
+            assert "the keys are alike" in text, student
+            assert not re.search(r"<script[^>]*>[^<]*HOSTILE", text), "a student's script survived"
+            assert not re.search(r"<[a-zA-Z]+\s[^>]*\bon\w+\s*=", text), "an event handler survived"
+            assert not re.search(r"(href|src)\s*=\s*[\"']?\s*javascript:", text), "a javascript: link survived"
+            assert "data:image/svg" not in text and "data:text" not in text, "an attachment that is no image"
+            assert "attachment:" not in text.replace('"attachments"', ""), "an attachment left for a renderer"
+        if student == "hostile-attachments":
+            for text in (page, course_page):
+                assert "(image a.svg not shown: an SVG image can carry a script" in text
+                assert "(image c.png not shown: not a PNG image)" in text
 
 
 def test_collect_never_follows_a_link(course, tmp_path):

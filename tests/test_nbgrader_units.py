@@ -217,6 +217,51 @@ def test_a_huge_markdown_cell_is_shown_as_text_not_rendered_at_the_graders_cost(
     assert "<strong>keys</strong>" in nb.cells[1].source
 
 
+def _sanitized(*cells):
+    nb, _ = SanitizeMarkdown().preprocess(new_notebook(cells=list(cells)), {})
+    return [c.source for c in nb.cells]
+
+
+def test_a_pasted_image_is_shown_and_stays_shown_when_sanitised_again():
+    """JupyterLab's attachment (markdown and HTML references) is written into the cell as the image,
+    checked again at generate_feedback like any image in a cell; the source then holds no
+    ``attachment:`` reference for a renderer to miss."""
+    import frontend_notebooks as front
+    cell = new_markdown_cell("See ![image.png](attachment:image.png) and <img src=\"attachment:my%20plot.png\">")
+    cell.attachments = {"image.png": {"image/png": front.PNG_B64}, "my plot.png": {"image/png": front.PNG_B64}}
+    once = _sanitized(cell)[0]
+    shown = f'src="data:image/png;base64,{front.PNG_B64}"'
+    assert once.count(shown) == 2 and "attachment:" not in once and "\n\n" not in once
+    again = _sanitized(new_markdown_cell(once))[0]
+    assert again.count(shown) == 2 and "attachment:" not in again
+
+
+def test_an_attachment_that_is_not_a_safe_image_is_a_note():
+    import base64
+    import frontend_notebooks as front
+    fake_png = base64.b64encode(b"<html><script>alert(1)</script></html>").decode()
+    cell = new_markdown_cell("".join(f"![{n}](attachment:{n})\n\n" for n in ("a.svg", "b.png", "c.html", "gone.png")))
+    cell.attachments = {"a.svg": {"image/svg+xml": front.SVG_B64}, "b.png": {"image/png": fake_png},
+                        "c.html": {"text/html": fake_png}}
+    html = _sanitized(cell)[0]
+    assert "data:" not in html and "<script" not in html and "attachment:" not in html
+    assert "(image a.svg not shown: an SVG image can carry a script" in html
+    assert "(image b.png not shown: not a PNG image)" in html
+    assert "(image c.html not shown: only PNG, JPEG, GIF and WebP images are shown, not text/html)" in html
+    assert "(image gone.png not shown: the notebook has no such attachment)" in html
+    typed = _sanitized(new_markdown_cell(f'<img src="data:image/svg+xml;base64,{front.SVG_B64}">'))[0]
+    assert "data:" not in typed
+
+
+def test_a_tas_comment_is_escaped_for_nbgraders_feedback_page():
+    cell = new_markdown_cell("answer")
+    cell.metadata["nbgrader"] = {"comment": "<b onclick=x()>ok</b> **good** [x](javascript:alert(1))"}
+    nb, _ = SanitizeMarkdown().preprocess(new_notebook(cells=[cell]), {})
+    comment = nb.cells[0].metadata["nbgrader"]["comment"]
+    assert "&lt;b onclick=x()&gt;ok&lt;/b&gt;" in comment and "<strong>good</strong>" in comment
+    assert "javascript:" not in comment and "<b " not in comment
+
+
 # --- CheckCellMetadata ----------------------------------------------------------------------------
 
 def _metadata_cases():
@@ -557,3 +602,25 @@ def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_check
     said = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True).stdout
             for code in (deferred, check)]
     assert said[0] == said[1] == "True False False\n"
+
+
+# --- the written answers of the course's feedback page --------------------------------------------
+
+def test_the_written_answers_are_read_through_the_reader(course, tmp_path):
+    """An autograded notebook that is a link (to the solution) gives no answers; a real one its
+    answers, rendered safely."""
+    from autograder import cohort
+    from autograder.nbgrader.answers import written_answers
+    assignment = course.assignment("attention")
+    folder = tmp_path / "autograded" / "linked" / assignment.id
+    folder.mkdir(parents=True)
+    os.symlink(course.source(assignment, assignment.notebook), folder / assignment.notebook)
+    assert written_answers(course, str(tmp_path), "linked", assignment.id) == {}
+    nb = cohort.stub(course, assignment)
+    cell = next(c for c in nb["cells"] if (c["metadata"].get("nbgrader") or {}).get("grade_id") == "answer_selection")
+    cell["source"] = "mine <script>alert(1)</script> ![x](http://example.org/x.png)"
+    cohort.write(nb, str(tmp_path / "autograded"), "real", assignment)
+    found = written_answers(course, str(tmp_path), "real", assignment.id)
+    assert set(found) == set(assignment.written)
+    assert "mine" in found["answer_selection"] and "<script" not in found["answer_selection"]
+    assert "(image http://example.org/x.png not shown here)" in found["answer_selection"]

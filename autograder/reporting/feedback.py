@@ -1,9 +1,9 @@
 """The student's feedback page for one submission: each part's score, and for every failed check
 what was checked, what came back, the likely mistake and how to run it again.
 
-Made from the result record alone (and the gradebook's hand-graded answers): no hidden test
-source and no hidden expected value can reach a student through it, because neither is in a
-record. The markup is ``templates/feedback.html``; this module only chooses what it shows.
+Made from the result record alone (and the gradebook's hand-graded answers, with the student's
+own written answers): no hidden test source and no hidden expected value can reach a student
+through it, because neither is in a record. The markup is ``templates/feedback.html``; this module only chooses what it shows.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
     """One self-contained HTML page (no network, no scripts, no external assets) for one submission.
 
     ``written`` (grade id -> {"score", "max_score", "graded", "comment"}) adds the hand-graded
-    answers, each with its score (or "not graded yet") and the TA's comment; the record's late
+    answers, each with its score (or "not graded yet") and the TA's comment, and with ``answer``
+    (safe HTML: :mod:`autograder.nbgrader.answers`) the answer itself; the record's late
     penalty is said above the parts;
     ``overrides`` (part -> score) the parts' scores an instructor set in formgrader.
     """
@@ -67,7 +68,8 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
         done = [w for w in written.values() if w["graded"]]
         by_hand = {"score": sum(w["score"] for w in done), "all_graded": len(done) == len(written),
                    "any_graded": bool(done), "max_score": sum(w["max_score"] for w in written.values()),
-                   "answers": [{"cell": cell, **w, "comment": w.get("comment") or ""}
+                   "answers": [{"cell": cell, **w, "comment": w.get("comment") or "",
+                                "answer": w.get("answer") or ""}
                                for cell, w in written.items()]}
     return pages.render("feedback.html", record=record, total=total, possible=possible,
                         percent=100 * total / possible if possible else 0, colour=_colour(total, possible),
