@@ -48,7 +48,8 @@ def test_a_slow_but_correct_softmax_costs_the_causal_mask_part_nothing(course_co
     assert mask.score == mask.max_score, mask.reason
     assert "reference standing in for part softmax" in mask.reason, mask.reason
     assert "with your own part softmax" in mask.reason and "Timed out: " in mask.reason, mask.reason
-    assert "running scale_experiment did not finish" in mask.reason.split("Timed out: ", 1)[1], mask.reason
+    # the pauses exhaust either the CPU budget or the waiting budget first, depending on the load
+    assert "running scale_experiment" in mask.reason.split("Timed out: ", 1)[1], mask.reason
 
 
 def test_a_timeout_is_named_first_with_the_call_that_took_too_long():
