@@ -69,8 +69,8 @@ def _similar(out: str) -> list[str]:
 
 
 def status(course: Course, out: str, submitted: str | None = None) -> str:
-    """Hand-ins not graded yet, late ones, written answers not graded, grader errors, similarity
-    flags and the totals the next export would change."""
+    """Hand-ins not graded yet, late ones, written answers not graded, hand grades whose answer
+    changed since, grader errors, similarity flags and the totals the next export would change."""
     from autograder.nbgrader import gradebook as nbgrader_gradebook
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
     records = store.load_results(out)
@@ -87,14 +87,18 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         scores = {}
     records = [dataclasses.replace(r, late=late.current(course, r, exports.earned(r, scores.get(r.key))))
                for r in records]
-    lates, unmarked = [], []
+    lates, unmarked, changed = [], [], []
     for record in sorted(records, key=lambda r: r.key):
         if record.late:
             lates.append(f"  {record.student}/{record.assignment}: {late.describe(record.late)}")
         written = scores.get(record.key, {}).get("written", {})
-        todo = [cell for cell, w in written.items() if not w["graded"]]
+        todo = [cell for cell, w in written.items() if not w["graded"] and not w.get("stale")]
         if todo:
             unmarked.append(f"  {record.student}/{record.assignment}: {', '.join(todo)}")
+        stale = [f"{cell} (kept: {w['score']:g} / {w['max_score']:g})" for cell, w in written.items()
+                 if w.get("stale")]
+        if stale:
+            changed.append(f"  {record.student}/{record.assignment}: {', '.join(stale)}")
     errors = [f"  {r.student}/{r.assignment}: {r.problem}" for r in records if r.grader_error]
     before = terminal.read_totals(os.path.join(out, "totals.csv"))
     now_totals = {}
@@ -102,7 +106,9 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         now_totals[row["student_id"]] = f"{row['total']:g}"
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
     sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
-                ("written answers not graded yet in formgrader", unmarked), ("grader errors", errors),
+                ("written answers not graded yet in formgrader", unmarked),
+                ("hand grades to confirm in formgrader (the answer changed since it was graded)", changed),
+                ("grader errors", errors),
                 ("similarity flags (cohort_report.html)", _similar(out)),
                 ("totals the next `course export` changes",
                  [f"  {s}: {before.get(s, '-')} -> {t}" for s, t in sorted(pending.items())])]
