@@ -91,6 +91,10 @@ class Submission:
     seconds: float | None = None
     submitted_at: str | None = None   # collect's time of the hand-in, ISO 8601 in UTC; None: not known
     late: dict | None = None       # what lateness cost it at the last export (autograder/late.py)
+    # the points formgrader added to its parts' scores at the last export (hand-graded answers, a
+    # part's score set by hand), kept for `course history` alone: the gradebook is where they live
+    by_hand: float | None = None
+    exported_at: str | None = None    # when an export last worked out its late penalty and by_hand
 
     @property
     def key(self) -> tuple[str, str]:

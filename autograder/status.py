@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from autograder.results import Submission
 
 
-def _final(record: Submission) -> float:
-    """Its autograded points less its late penalty (hand grades are the gradebook's)."""
-    return round(record.score - record.late_points, 3)
+def _total(record: Submission, hand: float) -> float:
+    """What every export gives it: its parts' points and those added by hand, less its late penalty."""
+    return round(record.score + hand - record.late_points, 3)
 
 
 def _what_changed(old: Submission | None, new: Submission) -> str:
@@ -34,25 +34,51 @@ def _what_changed(old: Submission | None, new: Submission) -> str:
         said.append(f"points {old.max_score:g} -> {new.max_score:g}")
     elif old.suites != new.suites:
         said.append("suites")
-    if (old.late or {}) != (new.late or {}):
-        said.append("late policy or due date" if old.submitted_at == new.submitted_at else "hand-in time")
+    if old.submitted_at != new.submitted_at:
+        said.append("hand-in time")
+    was, now = old.late or {}, new.late or {}
+    # the penalty is a share of the points earned: a change of its points alone is theirs
+    points_alone = {k: v for k, v in was.items() if k != "points"} == {k: v for k, v in now.items() if k != "points"}
+    if ((old.by_hand or 0.0) != (new.by_hand or 0.0) and None not in (old.by_hand, new.by_hand)
+            or was != now and points_alone and not said):
+        said.append("hand grade")
+    if was != now and not points_alone and old.submitted_at == new.submitted_at:
+        said.append("late policy or due date")
     return ", ".join(said) or "nothing (graded again)"
 
 
 def history(course: Course, out: str, student: str) -> str:
-    """Per assignment, each result the student had, oldest first: when, score, what changed."""
+    """Per assignment, each result the student had, oldest first: when, the total every export
+    gave it (autograded and hand-graded points less the late penalty, of the assignment's points)
+    and what changed. A result replaced before any export showed it is left out."""
+    from autograder.nbgrader import gradebook as nbgrader_gradebook
+    try:
+        scores = nbgrader_gradebook.scores(course, out)
+    except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
+        scores = {}
     lines = []
     for assignment in course.assignments:
         current = store.read_result(out, student, assignment.id)
         records = store.history(out, student, assignment.id) + ([current] if current else [])
+        # a record no export showed, replaced by one of the same grading (its penalty worked out)
+        records = [r for i, r in enumerate(records) if i + 1 == len(records)
+                   or r.exported_at or r.graded_at != records[i + 1].graded_at]
         if not records:
             continue
         lines.append(f"{assignment.id}:")
-        previous = None
+        written = sum(assignment.written.values())
+        previous: Submission | None = None
         for record in records:
+            hand = record.by_hand
+            if hand is None:          # never exported: what the gradebook adds now
+                hand = exports.earned(record, scores.get(record.key)) - record.score if record is current else 0.0
             late_note = f" (late: -{record.late_points:g})" if record.late_points else ""
-            lines.append(f"  {record.graded_at or '?':<25} {_final(record):>6g} / {record.max_score:<4g}"
-                         f"{late_note}  {_what_changed(previous, record)}")
+            regraded = previous is None or previous.graded_at != record.graded_at
+            when = (record.graded_at if regraded else record.exported_at or record.graded_at) or "?"
+            line = (f"  {when:<25} {_total(record, hand):>6g} / {record.max_score + written:<4g}"
+                    f"{late_note}  {_what_changed(previous, record)}")
+            if not lines or line != lines[-1]:
+                lines.append(line)
             previous = record
     if not lines:
         raise NoSubmissions(f"{out} holds no results of {student}")
