@@ -123,6 +123,9 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
             unmarked.append(f"  {record.student}/{record.assignment}: {', '.join(todo)}")
         stale = [f"{cell} (kept: {w['score']:g} / {w['max_score']:g})" for cell, w in written.items()
                  if w.get("stale")]
+        held = scores.get(record.key, {})
+        stale += [f"{p.part} set by hand (kept: {held['overrides'][p.part]:g}; the grader now gives {p.score:g})"
+                  for p in record.parts if p.part in held.get("overrides_to_confirm", [])]
         if stale:
             changed.append(f"  {record.student}/{record.assignment}: {', '.join(stale)}")
     errors = [f"  {r.student}/{r.assignment}: {r.problem}" for r in records if r.grader_error]
@@ -133,7 +136,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
     sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
                 ("written answers not graded yet in formgrader", unmarked),
-                ("hand grades to confirm in formgrader (the answer changed since it was graded)", changed),
+                ("hand grades to confirm in formgrader (the answer or the grader's score changed since)", changed),
                 ("grader errors", errors),
                 ("similarity flags (cohort_report.html)", _similar(out)),
                 ("totals the next `course export` changes",

@@ -34,11 +34,13 @@ HANDED_IN = {"ann": DUE - datetime.timedelta(hours=1), "bob": DUE + datetime.tim
              "cy": DUE + datetime.timedelta(hours=2)}
 TOKEN = "ta-work-formgrader-token"
 NOT_GRADED = "written answers not graded yet in formgrader"
-TO_CONFIRM = "hand grades to confirm in formgrader (the answer changed since it was graded)"
+TO_CONFIRM = "hand grades to confirm in formgrader (the answer or the grader's score changed since)"
 # the TA's grades: (student, written answer) -> (score, comment)
 GRADES = {("ann", "answer_selection"): (1.0, "right"), ("ann", "answer_mask_order"): (1.0, ""),
           ("bob", "answer_selection"): (1.0, "clear"), ("bob", "answer_mask_order"): (0.5, "half of it"),
           ("cy", "answer_selection"): (0.5, "half"), ("cy", "answer_mask_order"): (1.0, "")}
+# the parts whose score the TA sets by hand (to what the grader gives): (student, part) -> score
+OVERRIDES = {("ann", "softmax"): 4.0, ("cy", "causal_mask"): 4.0}
 
 
 def _csv(path):
@@ -90,7 +92,13 @@ class Term:
                     continue
                 comment = gb.find_comment(cell, "attention", "attention", student)
                 found[student, cell] = (grade.manual_score, grade.needs_manual_grade, comment.manual_comment)
+            for student, part in OVERRIDES:
+                grade = gb.find_grade(self.check_cell(part), "attention", "attention", student)
+                found[student, part] = (grade.manual_score, grade.needs_manual_grade)
         return found
+
+    def check_cell(self, part):
+        return self.course.assignments[0].part(part).check_cell
 
     def grade_ids(self):
         from nbgrader.api import Gradebook
@@ -98,8 +106,11 @@ class Term:
         from autograder.nbgrader import settings
         with Gradebook(settings.settings(self.course, str(self.out)).CourseDirectory.db_url,
                        self.course.course_id) as gb:
-            return {key: (gb.find_grade(key[1], "attention", "attention", key[0]).id,
-                          gb.find_comment(key[1], "attention", "attention", key[0]).id) for key in GRADES}
+            ids = {key: (gb.find_grade(key[1], "attention", "attention", key[0]).id,
+                         gb.find_comment(key[1], "attention", "attention", key[0]).id) for key in GRADES}
+            for student, part in OVERRIDES:
+                ids[student, part] = (gb.find_grade(self.check_cell(part), "attention", "attention", student).id, None)
+            return ids
 
     def listed(self, base):
         """student -> needs_manual_grade, as formgrader lists the submissions of the first assignment."""
@@ -140,6 +151,8 @@ def term(copy_course, tmp_path_factory):
             grade_id, comment_id = ids[key]
             _put(f"{base}/formgrader/api/grade/{grade_id}", {"manual_score": score, "extra_credit": None})
             _put(f"{base}/formgrader/api/comment/{comment_id}", {"manual_comment": comment})
+        for key, score in OVERRIDES.items():
+            _put(f"{base}/formgrader/api/grade/{ids[key][0]}", {"manual_score": score, "extra_credit": None})
         made.snap["flags graded"] = made.flags()
         made.snap["listed graded"] = made.listed(base)
         made.run("export", str(made.out))
@@ -168,9 +181,10 @@ def term(copy_course, tmp_path_factory):
             (made.out / "gradescope" / "bob" / "attention" / "results.json").read_text())
         made.snap["totals resubmitted"] = {r["student_id"]: r for r in _csv(made.out / "totals.csv")}
 
-        # the TA confirms bob's old grade for his new answer in formgrader
-        grade_id, _ = made.grade_ids()["bob", "answer_selection"]
-        _put(f"{base}/formgrader/api/grade/{grade_id}", {"manual_score": 1.0, "extra_credit": None})
+        # the TA confirms bob's old grade for his new answer, and ann's part, in formgrader
+        for key, score in ((("bob", "answer_selection"), 1.0), (("ann", "softmax"), 4.0)):
+            grade_id = made.grade_ids()[key][0]
+            _put(f"{base}/formgrader/api/grade/{grade_id}", {"manual_score": score, "extra_credit": None})
         made.snap["status confirmed"] = made.run("status", str(made.out))
         made.snap["listed confirmed"] = made.listed(base)
     return made
@@ -185,6 +199,8 @@ def test_a_regrade_keeps_every_answer_the_ta_graded_graded_in_formgrader(term):
     # the course's keeps each one graded whose answer is the one graded
     for key, (score, comment) in GRADES.items():
         assert term.snap["flags regraded"][key] == (score, False, comment), key
+    for key, score in OVERRIDES.items():        # a part's score set by hand, the grader's unchanged
+        assert term.snap["flags graded"][key] == term.snap["flags regraded"][key] == (score, False), key
     assert set(term.snap["listed regraded"].values()) == {False}
     # the second assignment's written answer (ann's) is the only one left
     assert _section(term.snap["status regraded"], NOT_GRADED) == ["ann/tiny_transformer: answer_gpt2_gap"]
@@ -202,14 +218,20 @@ def test_a_resubmitted_answer_that_changed_is_flagged_with_its_grade_kept_and_on
     for key in GRADES:
         if key != ("bob", "answer_selection"):
             assert flags[key] == (GRADES[key][0], False, GRADES[key][1]), key
-    assert term.snap["listed resubmitted"]["ann"] is False and term.snap["listed resubmitted"]["cy"] is False
+    # ann's part the TA had set by hand: the grader gives her new code less, so it is to confirm
+    assert flags["ann", "softmax"] == (4.0, True) and flags["cy", "causal_mask"] == (4.0, False)
+    assert term.snap["listed resubmitted"]["ann"] is True
+    assert term.snap["listed resubmitted"]["cy"] is False
     status = term.snap["status resubmitted"]
-    assert _section(status, TO_CONFIRM) == ["bob/attention: answer_selection (kept: 1 / 1)"]
+    shown = _section(status, TO_CONFIRM)
+    assert len(shown) == 2 and shown[0].startswith("ann/attention: softmax set by hand (kept: 4; the grader now gives ")
+    assert shown[1] == "bob/attention: answer_selection (kept: 1 / 1)"
     assert _section(status, NOT_GRADED) == ["ann/tiny_transformer: answer_gpt2_gap"]
     # the kept score still counts, flagged, in every export (nbgrader's grades.csv keeps it too)
     test = next(t for t in term.snap["gradescope bob"]["tests"] if t["number"] == "answer_selection")
     assert test["score"] == 1.0 and "status" not in test and "earlier answer, to be confirmed" in test["output"]
-    grades = {r["student_id"]: float(r["score"]) for r in _csv(term.out / "grades.csv") if r["assignment"] == "attention"}
+    grades = {r["student_id"]: float(r["score"]) for r in _csv(term.out / "grades.csv")
+              if r["assignment"] == "attention"}
     assert float(term.snap["totals resubmitted"]["bob"]["attention"]) == pytest.approx(grades["bob"])
     # the TA confirms it in formgrader: nothing is left to do
     assert _section(term.snap["status confirmed"], TO_CONFIRM) == []
@@ -268,7 +290,8 @@ def test_the_feedback_page_leads_with_the_total_every_export_gives(term):
         assert "Autograded parts: " in page and "graded by hand: " in page
     assert "late penalty: &minus;" in (term.out / "reports" / "cy" / "attention.html").read_text()
     # bob's page, made when his changed answer was graded (the TA confirmed it since, no export yet)
-    assert "(given to your earlier answer; to be confirmed)" in (term.out / "reports" / "bob" / "attention.html").read_text()
+    page = (term.out / "reports" / "bob" / "attention.html").read_text()
+    assert "(given to your earlier answer; to be confirmed)" in page
 
 
 def test_an_assignment_not_yet_due_is_empty_in_the_lms_files_and_the_grace_costs_no_gradescope_test(term):

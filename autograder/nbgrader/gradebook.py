@@ -27,8 +27,9 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
     """Everything nbgrader's gradebook holds for each submission, hand-graded answers included.
 
     Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded", "stale", "comment"}}, "overrides": {part: score}}}``;
-    ``overrides`` are parts whose autograded score was changed in formgrader; ``score`` is what
+    "written": {grade id: {"score", "max_score", "graded", "stale", "comment"}}, "overrides": {part: score},
+    "overrides_to_confirm": [part]}}``; ``overrides`` are parts whose autograded score was changed in
+    formgrader (``overrides_to_confirm`` those graded differently since, flagged); ``score`` is what
     ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty). A written
     answer is ``graded`` when formgrader does not list it as needing a manual grade; ``stale`` when
     it has a hand score given to an earlier answer (kept in ``score``, as nbgrader's export keeps
@@ -61,15 +62,18 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
                                      "graded": not grade.needs_manual_grade, "stale": bool(stale),
                                      "comment": (comment and comment.manual_comment) or ""}
                 overrides = {}      # a part's score an instructor set by hand in formgrader
+                to_confirm = []     # ... whose autograded score has changed since
                 for cell, part in checks.items():
                     grade = grades.get((sub.student_id, cell))
                     if grade is not None and grade.manual_score is not None:
                         overrides[part] = float(grade.manual_score)
+                        if grade.needs_manual_grade:
+                            to_confirm.append(part)
                 found[sub.student_id, assignment.id] = {
                     "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
                     "penalty": float(sub.late_submission_penalty or 0.0),
                     "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
-                    "overrides": overrides}
+                    "overrides": overrides, "overrides_to_confirm": to_confirm}
     return found
 
 
