@@ -102,17 +102,15 @@ def assess_late(course: config.Course, out: str, records: Sequence[Submission], 
     """Each record's late penalty by course.yaml as it is now (:mod:`autograder.late`), on its
     points earned (hand grades included), and the points formgrader adds to it (``by_hand``, for
     ``course history``); a record whose penalty or hand points changed is written again, stamped
-    with this export's time, the one it replaces kept in its history (unless the last batch
-    graded it and no export has shown it yet)."""
-    started = store.read_journal(out).get("started") or ""
+    with this export's time, the one it replaces kept in its history (unless it was graded
+    after the last export, which never showed it)."""
     for record in records:
         earned = exports.earned(record, gradebook.get(record.key))
         now = late.current(course, record, earned)
         # a submission the gradebook does not hold (a grader error, no gradebook) keeps its hand points
         hand = round(earned - record.score, 3) if record.key in gradebook else record.by_hand
         if now != record.late or hand != record.by_hand:
-            # graded by the last batch and not exported since: what it replaces was never shown
-            unseen = record.exported_at is None and (record.graded_at or "") >= started
+            unseen = record.exported_at is None     # graded since the last export: nothing showed it
             record.late, record.by_hand, record.exported_at = now, hand, store.now()
             store.write_result(out, record, keep_replaced=not unseen)
 

@@ -50,7 +50,7 @@ def _what_changed(old: Submission | None, new: Submission) -> str:
 def history(course: Course, out: str, student: str) -> str:
     """Per assignment, each result the student had, oldest first: when, the total every export
     gave it (autograded and hand-graded points less the late penalty, of the assignment's points)
-    and what changed. A result replaced before any export showed it is left out."""
+    and what changed."""
     from autograder.nbgrader import gradebook as nbgrader_gradebook
     try:
         scores = nbgrader_gradebook.scores(course, out)
@@ -60,9 +60,6 @@ def history(course: Course, out: str, student: str) -> str:
     for assignment in course.assignments:
         current = store.read_result(out, student, assignment.id)
         records = store.history(out, student, assignment.id) + ([current] if current else [])
-        # a record no export showed, replaced by one of the same grading (its penalty worked out)
-        records = [r for i, r in enumerate(records) if i + 1 == len(records)
-                   or r.exported_at or r.graded_at != records[i + 1].graded_at]
         if not records:
             continue
         lines.append(f"{assignment.id}:")
