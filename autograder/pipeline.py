@@ -100,13 +100,19 @@ def record_times(out: str, submissions: Sequence[grading.Task], records: Sequenc
 
 def assess_late(course: config.Course, out: str, records: Sequence[Submission], gradebook: dict) -> None:
     """Each record's late penalty by course.yaml as it is now (:mod:`autograder.late`), on its
-    points earned (hand grades included); a record whose penalty changed is written again, the
-    one it replaces kept in its history."""
+    points earned (hand grades included), and the points formgrader adds to it (``by_hand``, for
+    ``course history``); a record whose penalty or hand points changed is written again, stamped
+    with this export's time, the one it replaces kept in its history (unless it was graded
+    after the last export, which never showed it)."""
     for record in records:
-        now = late.current(course, record, exports.earned(record, gradebook.get(record.key)))
-        if now != record.late:
-            record.late = now
-            store.write_result(out, record)
+        earned = exports.earned(record, gradebook.get(record.key))
+        now = late.current(course, record, earned)
+        # a submission the gradebook does not hold (a grader error, no gradebook) keeps its hand points
+        hand = round(earned - record.score, 3) if record.key in gradebook else record.by_hand
+        if now != record.late or hand != record.by_hand:
+            unseen = record.exported_at is None     # graded since the last export: nothing showed it
+            record.late, record.by_hand, record.exported_at = now, hand, store.now()
+            store.write_result(out, record, keep_replaced=not unseen)
 
 
 def _require_corpus(course, submissions):

@@ -4,7 +4,9 @@ Defined once here; grading builds them, ``results/<student>/<assignment>.json`` 
 (:meth:`Submission.to_json`), and every export, the gradebook and the regrade diff read them.
 A record written by an earlier version of the grader still loads (:meth:`Submission.from_json`):
 version 1 had no ``version`` key and no ``Check.mistake``; up to version 2 a check's ``message``
-held its diagnosis in words and no ``diagnosis`` beside it.
+held its diagnosis in words and no ``diagnosis`` beside it; up to version 3 a record had no
+``by_hand`` and no ``exported_at`` (it was exported when graded: its ``exported_at`` is read as
+its ``graded_at``).
 """
 
 import dataclasses
@@ -12,7 +14,7 @@ from dataclasses import dataclass, field
 
 from selfcheck.causes import said
 
-VERSION = 3
+VERSION = 4
 GRADER_ERROR = "grader-error"     # a part the grader failed on: no score is the student's
 NOT_ATTEMPTED = "not attempted"   # a part whose cells are as released: 0, and nothing went wrong
 
@@ -91,6 +93,10 @@ class Submission:
     seconds: float | None = None
     submitted_at: str | None = None   # collect's time of the hand-in, ISO 8601 in UTC; None: not known
     late: dict | None = None       # what lateness cost it at the last export (autograder/late.py)
+    # the points formgrader added to its parts' scores at the last export (hand-graded answers, a
+    # part's score set by hand), kept for `course history` alone: the gradebook is where they live
+    by_hand: float | None = None
+    exported_at: str | None = None    # when an export last worked out its late penalty and by_hand
 
     @property
     def key(self) -> tuple[str, str]:
@@ -120,6 +126,8 @@ class Submission:
     @classmethod
     def from_json(cls, data: dict) -> "Submission":
         """A record from its JSON (any version so far); ValueError when it is not one."""
+        if isinstance(data, dict) and data.get("version", 1) < 4 and "exported_at" not in data:
+            data = {**data, "exported_at": data.get("graded_at")}     # every batch then exported as it ended
         try:
             parts = [PartResult(**{**_known(PartResult, p),
                                    "checks": [Check(**_known(Check, c)) for c in p.get("checks") or []]})

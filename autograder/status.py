@@ -17,9 +17,9 @@ if TYPE_CHECKING:
     from autograder.results import Submission
 
 
-def _final(record: Submission) -> float:
-    """Its autograded points less its late penalty (hand grades are the gradebook's)."""
-    return round(record.score - record.late_points, 3)
+def _total(record: Submission, hand: float) -> float:
+    """What every export gives it: its parts' points and those added by hand, less its late penalty."""
+    return round(record.score + hand - record.late_points, 3)
 
 
 def _what_changed(old: Submission | None, new: Submission) -> str:
@@ -34,13 +34,28 @@ def _what_changed(old: Submission | None, new: Submission) -> str:
         said.append(f"points {old.max_score:g} -> {new.max_score:g}")
     elif old.suites != new.suites:
         said.append("suites")
-    if (old.late or {}) != (new.late or {}):
-        said.append("late policy or due date" if old.submitted_at == new.submitted_at else "hand-in time")
+    if old.submitted_at != new.submitted_at:
+        said.append("hand-in time")
+    was, now = old.late or {}, new.late or {}
+    # the penalty is a share of the points earned: a change of its points alone is theirs
+    points_alone = {k: v for k, v in was.items() if k != "points"} == {k: v for k, v in now.items() if k != "points"}
+    if ((old.by_hand or 0.0) != (new.by_hand or 0.0) and None not in (old.by_hand, new.by_hand)
+            or was != now and points_alone and not said):
+        said.append("hand grade")
+    if was != now and not points_alone and old.submitted_at == new.submitted_at:
+        said.append("late policy or due date")
     return ", ".join(said) or "nothing (graded again)"
 
 
 def history(course: Course, out: str, student: str) -> str:
-    """Per assignment, each result the student had, oldest first: when, score, what changed."""
+    """Per assignment, each result the student had, oldest first: when, the total every export
+    gave it (autograded and hand-graded points less the late penalty, of the assignment's points)
+    and what changed."""
+    from autograder.nbgrader import gradebook as nbgrader_gradebook
+    try:
+        scores = nbgrader_gradebook.scores(course, out)
+    except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
+        scores = {}
     lines = []
     for assignment in course.assignments:
         current = store.read_result(out, student, assignment.id)
@@ -48,11 +63,19 @@ def history(course: Course, out: str, student: str) -> str:
         if not records:
             continue
         lines.append(f"{assignment.id}:")
-        previous = None
+        written = sum(assignment.written.values())
+        previous: Submission | None = None
         for record in records:
+            hand = record.by_hand
+            if hand is None:          # never exported: what the gradebook adds now
+                hand = exports.earned(record, scores.get(record.key)) - record.score if record is current else 0.0
             late_note = f" (late: -{record.late_points:g})" if record.late_points else ""
-            lines.append(f"  {record.graded_at or '?':<25} {_final(record):>6g} / {record.max_score:<4g}"
-                         f"{late_note}  {_what_changed(previous, record)}")
+            regraded = previous is None or previous.graded_at != record.graded_at
+            when = (record.graded_at if regraded else record.exported_at or record.graded_at) or "?"
+            line = (f"  {when:<25} {_total(record, hand):>6g} / {record.max_score + written:<4g}"
+                    f"{late_note}  {_what_changed(previous, record)}")
+            if not lines or line != lines[-1]:
+                lines.append(line)
             previous = record
     if not lines:
         raise NoSubmissions(f"{out} holds no results of {student}")
@@ -69,8 +92,8 @@ def _similar(out: str) -> list[str]:
 
 
 def status(course: Course, out: str, submitted: str | None = None) -> str:
-    """Hand-ins not graded yet, late ones, written answers not graded, grader errors, similarity
-    flags and the totals the next export would change."""
+    """Hand-ins not graded yet, late ones, written answers not graded, hand grades whose answer
+    changed since, grader errors, similarity flags and the totals the next export would change."""
     from autograder.nbgrader import gradebook as nbgrader_gradebook
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
     records = store.load_results(out)
@@ -87,14 +110,21 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         scores = {}
     records = [dataclasses.replace(r, late=late.current(course, r, exports.earned(r, scores.get(r.key))))
                for r in records]
-    lates, unmarked = [], []
+    lates, unmarked, changed = [], [], []
     for record in sorted(records, key=lambda r: r.key):
         if record.late:
             lates.append(f"  {record.student}/{record.assignment}: {late.describe(record.late)}")
         written = scores.get(record.key, {}).get("written", {})
-        todo = [cell for cell, w in written.items() if not w["graded"]]
+        todo = [cell for cell, w in written.items() if not w["graded"] and not w.get("stale")]
         if todo:
             unmarked.append(f"  {record.student}/{record.assignment}: {', '.join(todo)}")
+        stale = [f"{cell} (kept: {w['score']:g} / {w['max_score']:g})" for cell, w in written.items()
+                 if w.get("stale")]
+        held = scores.get(record.key, {})
+        stale += [f"{p.part} set by hand (kept: {held['overrides'][p.part]:g}; the grader now gives {p.score:g})"
+                  for p in record.parts if p.part in held.get("overrides_to_confirm", [])]
+        if stale:
+            changed.append(f"  {record.student}/{record.assignment}: {', '.join(stale)}")
     errors = [f"  {r.student}/{r.assignment}: {untrusted.shown(r.problem)}" for r in records if r.grader_error]
     before = terminal.read_totals(os.path.join(out, "totals.csv"))
     now_totals = {}
@@ -102,7 +132,9 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         now_totals[row["student_id"]] = f"{row['total']:g}"
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
     sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
-                ("written answers not graded yet in formgrader", unmarked), ("grader errors", errors),
+                ("written answers not graded yet in formgrader", unmarked),
+                ("hand grades to confirm in formgrader (the answer or the grader's score changed since)", changed),
+                ("grader errors", errors),
                 ("similarity flags (cohort_report.html)", _similar(out)),
                 ("totals the next `course export` changes",
                  [f"  {s}: {before.get(s, '-')} -> {t}" for s, t in sorted(pending.items())])]

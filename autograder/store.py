@@ -57,6 +57,8 @@ def versions_key(record: Submission) -> str:
             f"{hashlib.sha256(joined.encode()).hexdigest()[:12]}")
     if record.late:         # one kept per late penalty it had
         name += "." + hashlib.sha256(json.dumps(record.late, sort_keys=True).encode()).hexdigest()[:8]
+    if record.exported_at:  # and per export that changed what it shows (a hand grade, a penalty)
+        name += "." + hashlib.sha256(f"{record.exported_at} {record.by_hand}".encode()).hexdigest()[:8]
     return name
 
 
@@ -86,11 +88,12 @@ def history(out: str, student: str, assignment: str) -> list[Submission]:
     return [r for *_, r in sorted(found, key=lambda t: t[:2])]     # a late penalty changes, not the time graded
 
 
-def write_result(out: str, record: Submission) -> None:
-    """Write a result; the one it replaces is kept under history/, named by its versions."""
+def write_result(out: str, record: Submission, keep_replaced: bool = True) -> None:
+    """Write a result; the one it replaces is kept under history/, named by its versions (unless
+    not ``keep_replaced``: it never reached an export, and this one is the same grading)."""
     path = result_path(out, record.student, record.assignment)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    old = read_result(out, record.student, record.assignment)
+    old = read_result(out, record.student, record.assignment) if keep_replaced else None
     if old is not None:
         folder = history_folder(out, record.student)
         os.makedirs(folder, exist_ok=True)

@@ -342,3 +342,28 @@ def test_formgrader_shows_the_grades_and_takes_a_hand_grade_that_the_exports_car
         result = json.load(fh)
     hand = next(t for t in result["tests"] if t["number"] == cell)
     assert hand["score"] == points and hand["status"] == "passed" and comment in hand["output"]
+
+
+def _statuses(page, url, assignment_id):
+    """formgrader's Manage Submissions table: {student id: its status ("graded", "needs manual grading")}."""
+    page.goto(f"{url}/formgrader/manage_submissions/{assignment_id}")
+    page.locator("#main-table td.student-id").first.wait_for()
+    rows = page.locator("#main-table tr")
+    return {rows.nth(i).locator(".student-id").inner_text(): rows.nth(i).locator(".status").inner_text().strip()
+            for i in range(rows.count())}
+
+
+def test_a_submission_the_ta_graded_stays_graded_in_formgrader_after_a_regrade(course, formgrader, page):
+    url, folder = formgrader
+    assignment = next(a for a in course.assignments if a.written)
+    _open_lab(page, url)
+    for cell, points in assignment.written.items():         # the TA grades each of its answers
+        _hand_grade(page, url, "reference", assignment.id, cell, points / 2, f"half of {cell}")
+    assert _statuses(page, url, assignment.id)["reference"] == "graded"
+    # grading it again autogrades the assignment's every hand-in in nbgrader, as any new hand-in does
+    assert cli.main(["grade", str(folder / "submitted"), "--out", str(folder), "--student", "reference",
+                     "--force"]) == 0
+    shown = _statuses(page, url, assignment.id)
+    _shot(page, "instructor-3-graded-after-regrade")
+    assert shown["reference"] == "graded", shown
+    assert {s for s, status in shown.items() if status == "graded"} == {"reference"}, shown

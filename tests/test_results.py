@@ -50,3 +50,11 @@ def test_results_files_of_both_formats_are_read_and_anything_else_is_skipped(tmp
 def test_what_is_not_a_record_is_a_value_error(data):
     with pytest.raises(ValueError, match="not a result record"):
         Submission.from_json(data)
+
+
+def test_a_record_of_an_earlier_version_was_exported_when_graded():
+    """Up to version 3 a record had no export time: every batch exported as it ended."""
+    record = Submission.from_json({**VERSION_1, "version": 3})
+    assert record.exported_at == VERSION_1["graded_at"] and record.by_hand is None
+    fresh = Submission("bo", "attention", "attention.ipynb", graded_at="2026-12-01T00:00:00+00:00")
+    assert Submission.from_json(fresh.to_json()).exported_at is None

@@ -16,6 +16,8 @@ formgrader and ``course`` give the same scores from the same reads of a hand-in.
 ``apps``            nbgrader's converters and export run from ``course``, quietly
 ``gradebook``       the gradebook read back (hand grades, overrides, whether it holds a release),
                     a hand grade written
+``handgrades``      the TA's hand grades across autograde: unchanged answers stay graded, changed
+                    ones are flagged for the TA to confirm
 ``shared_engine``   one SQLAlchemy engine per gradebook for every Gradebook nbgrader opens
 ``alembic_head``    a new gradebook's schema version, read in this process
 ``exchange``        where the exchange is, the owner and mode of each level: set up and checked

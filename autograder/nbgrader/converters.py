@@ -7,6 +7,8 @@ Each converter reads a private copy of the hand-ins made through the reader
   released stub, so nbgrader records the course grader's verdicts (ApplyResults grades the real
   path, through the same reader: a score of 0 and the reason) without reading it.
 * At generate_feedback, such a notebook is left out, with a warning naming it.
+* At autograde, a hand grade the TA finished stays graded when its answer did not change
+  (:mod:`autograder.nbgrader.handgrades`); nbgrader's own would flag every one again.
 * Either way a folder that cannot be a student's (a link, an unusable name) is left out with a
   warning, and so is every other file of a hand-in.
 
@@ -98,10 +100,19 @@ class _Staged(BaseConverter):
 
 
 class SafeAutograde(_Staged, Autograde):
-    """nbgrader's autograde; its sanitising pass reads the staged hand-ins."""
+    """nbgrader's autograde; its sanitising pass reads the staged hand-ins, and the TA's
+    finished hand grades of unchanged answers stay graded (:mod:`autograder.nbgrader.handgrades`)."""
 
     def _reading_handins(self) -> bool:
         return self._sanitizing
+
+    def start(self) -> None:
+        from autograder.nbgrader import handgrades
+        finished = handgrades.before(self.coursedir)
+        try:
+            super().start()
+        finally:
+            handgrades.after(self.coursedir, finished)
 
 
 class SafeFeedback(_Staged, GenerateFeedback):

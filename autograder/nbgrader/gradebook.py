@@ -27,9 +27,13 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
     """Everything nbgrader's gradebook holds for each submission, hand-graded answers included.
 
     Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded", "comment"}}, "overrides": {part: score}}}``;
-    ``overrides`` are parts whose autograded score was changed in formgrader; ``score`` is what
-    ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty).
+    "written": {grade id: {"score", "max_score", "graded", "stale", "comment"}}, "overrides": {part: score},
+    "overrides_to_confirm": [part]}}``; ``overrides`` are parts whose autograded score was changed in
+    formgrader (``overrides_to_confirm`` those graded differently since, flagged); ``score`` is what
+    ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty). A written
+    answer is ``graded`` when formgrader does not list it as needing a manual grade; ``stale`` when
+    it has a hand score given to an earlier answer (kept in ``score``, as nbgrader's export keeps
+    it, until the TA confirms or changes it in formgrader).
     """
     found = {}
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
@@ -49,21 +53,27 @@ def scores(course: Course, out: str) -> dict[tuple[str, str], dict]:
                     if grade is None:
                         written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
                         continue
-                    graded = grade.manual_score is not None or not grade.needs_manual_grade
+                    # formgrader saves a score and clears the flag; a flag beside a score is a hand
+                    # grade whose answer changed since (autograder/nbgrader/handgrades.py): to confirm
+                    stale = grade.manual_score is not None and grade.needs_manual_grade
                     # the TA's comment in formgrader, which the student should get with the score
                     comment = comments.get((sub.student_id, cell))
                     written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
-                                     "graded": bool(graded), "comment": (comment and comment.manual_comment) or ""}
+                                     "graded": not grade.needs_manual_grade, "stale": bool(stale),
+                                     "comment": (comment and comment.manual_comment) or ""}
                 overrides = {}      # a part's score an instructor set by hand in formgrader
+                to_confirm = []     # ... whose autograded score has changed since
                 for cell, part in checks.items():
                     grade = grades.get((sub.student_id, cell))
                     if grade is not None and grade.manual_score is not None:
                         overrides[part] = float(grade.manual_score)
+                        if grade.needs_manual_grade:
+                            to_confirm.append(part)
                 found[sub.student_id, assignment.id] = {
                     "score": float(sub.score or 0.0), "max_score": float(sub.max_score or 0.0),
                     "penalty": float(sub.late_submission_penalty or 0.0),
                     "needs_manual_grade": bool(sub.needs_manual_grade), "written": written,
-                    "overrides": overrides}
+                    "overrides": overrides, "overrides_to_confirm": to_confirm}
     return found
 
 
@@ -204,6 +214,7 @@ def set_manual_grade(course: Course, out: str, student: str, assignment_id: str,
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
         grade = gb.find_grade(cell, notebook, assignment_id, student)
         grade.manual_score = float(score)
+        grade.needs_manual_grade = False      # formgrader's API clears it with every score it saves
         if comment is not None:
             gb.find_comment(cell, notebook, assignment_id, student).manual_comment = comment
         gb.db.commit()

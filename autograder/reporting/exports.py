@@ -8,6 +8,8 @@ written unchanged (:func:`autograder.untrusted.id_cell`), so an LMS matches it.
 
 from __future__ import annotations
 
+import csv
+import datetime
 import json
 import os
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -58,27 +60,42 @@ def totals(course: Course, records: Collection[Submission], gradebook: Mapping |
     (:mod:`autograder.late`, worked out at this export), which the gradebook holds too, so
     nbgrader's own export, grades.csv, gives the same scores.
     Only assignments somebody has handed in count: the others are left empty and stay out
-    of ``max_total`` until they are released and handed in.
+    of ``max_total`` until they are released and handed in. A student's assignment not handed
+    in is 0 once it is due for them (their extension and the grace past); before, it is left
+    empty and out of their ``max_total``, so an LMS import changes nothing.
     """
     gradebook = gradebook or {}
     by_key = {r.key: r for r in records}
     handed_in = {r.assignment for r in records}
+    now = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     out = []
     for student in sorted({r.student for r in records}):
         row: dict[str, Any] = {"student_id": student}
+        counted = []
         for a in course.assignments:
             record = by_key.get((student, a.id))
             if a.id not in handed_in or (record is not None and record.grader_error):
                 row[a.id] = ""          # nobody has handed it in yet, or the grader failed: grade again
-            elif record is None:
-                row[a.id] = 0.0
+                continue
+            if record is None:          # a 0 once it is due (the grace past), nothing until then
+                row[a.id] = "" if still_open(course, student, a.id, now) else 0.0
             else:
                 row[a.id] = round(earned(record, gradebook.get(record.key)) - record.late_points, 3)
                 row[late_column(a)] = record.late_points or ""
-        row["total"] = round(sum(row[a.id] for a in course.assignments if row[a.id] != ""), 3)
-        row["max_total"] = sum(max_points(a) for a in course.assignments if a.id in handed_in)
+            if row[a.id] != "":
+                counted.append(a)
+        row["total"] = round(sum(row[a.id] for a in counted), 3)
+        row["max_total"] = sum(max_points(a) for a in counted)
         out.append(row)
     return out
+
+
+def still_open(course: Course, student: str, assignment_id: str, now: datetime.datetime) -> bool:
+    """Whether the student may still hand the assignment in without a penalty: its due date (their
+    extension's) and the grace are still ahead (UTC, no time zone, as course.yaml's dates are read)."""
+    deadline, _ = late.due(course, student, assignment_id)
+    grace = datetime.timedelta(minutes=course.late.grace_minutes if course.late else 0)
+    return deadline is not None and now <= deadline + grace
 
 
 def earned(record: Submission, nbgrader: Mapping | None = None) -> float:
@@ -145,7 +162,8 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
 
     One test per graded part (its score, partial credit included) and one per
     hand-graded answer (from the gradebook; 0 until graded), and the late penalty's negative
-    points when it was late; ``score`` is their sum.
+    points when it took any (a hand-in within the grace only says so in ``output``); ``score``
+    is their sum.
     """
     titles = {} if course is None else \
         {given.id: given.title for given in course.assignment(record.assignment).parts}
@@ -158,16 +176,20 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
                            scored(part, overrides), part.max_score, output,
                            [record.assignment, part.status], graded=part.graded))
     for cell, grade in (written or {}).items():
-        tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"],
-                           ("graded by hand in formgrader" + (f": {grade['comment']}" if grade.get("comment") else ""))
-                           if grade["graded"] else "not graded yet",
+        comment = f": {grade['comment']}" if grade.get("comment") else ""
+        said = ("graded by hand in formgrader" + comment if grade["graded"] else
+                "graded by hand for an earlier answer, to be confirmed" + comment if grade.get("stale")
+                else "not graded yet")
+        tests.append(_test(f"{cell} (graded by hand)", cell, grade["score"], grade["max_score"], said,
                            [record.assignment, "written"], graded=grade["graded"]))
-    if record.late:
+    if record.late_points:      # within the grace a hand-in loses nothing: no test of 0 points
         tests.append({"name": "late penalty", "number": "late", "score": -record.late_points, "max_score": 0,
                       "output": late.describe(record.late), "visibility": "visible",
                       "tags": [record.assignment, "late"]})
     output = (f"Could not be graded: {record.problem}" if record.problem
               else f"{record.assignment}: graded by the course's hidden and public suites")
+    if record.late and not record.late_points:
+        output += f"\n{late.describe(record.late)}"
     return {"score": round(sum(t["score"] for t in tests), 3), "output": output,
             "visibility": "visible", "stdout_visibility": "hidden",
             "execution_time": round(record.seconds if record.seconds is not None

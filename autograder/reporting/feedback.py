@@ -52,28 +52,40 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
                   overrides: Mapping[str, float] | None = None) -> str:
     """One self-contained HTML page (no network, no scripts, no external assets) for one submission.
 
-    ``written`` (grade id -> {"score", "max_score", "graded", "comment"}) adds the hand-graded
-    answers, each with its score (or "not graded yet") and the TA's comment, and with ``answer``
-    (safe HTML: :mod:`autograder.nbgrader.answers`) the answer itself; the record's late
-    penalty is said above the parts;
+    It leads with the total every export gives (autograded and hand-graded points less the late
+    penalty, of the assignment's points), then says what it is made of.
+    ``written`` (grade id -> {"score", "max_score", "graded", "stale", "comment"}) adds the hand-graded
+    answers, each with its score (or "not graded yet", or the score given to an earlier answer,
+    to be confirmed) and the TA's comment, and with ``answer`` (safe HTML:
+    :mod:`autograder.nbgrader.answers`) the answer itself; the record's late penalty is said above
+    the parts;
     ``overrides`` (part -> score) the parts' scores an instructor set in formgrader.
     """
     overrides = overrides or {}
     titles = {}
     if course is not None:
         titles = {p.id: p.title for p in course.assignment(record.assignment).parts}
-    total, possible = sum(scored(p, overrides) for p in record.parts), record.max_score
+    auto, auto_max = sum(scored(p, overrides) for p in record.parts), record.max_score
     by_hand = None
+    hand_max = sum(course.assignment(record.assignment).written.values()) if course is not None else 0.0
     if written:
+        hand_max = sum(w["max_score"] for w in written.values())
         done = [w for w in written.values() if w["graded"]]
-        by_hand = {"score": sum(w["score"] for w in done), "all_graded": len(done) == len(written),
-                   "any_graded": bool(done), "max_score": sum(w["max_score"] for w in written.values()),
-                   "answers": [{"cell": cell, **w, "comment": w.get("comment") or "",
+        by_hand = {"score": sum(w["score"] for w in written.values()),       # as every export sums them
+                   "all_graded": len(done) == len(written), "any_graded": bool(done) or any(
+                       w.get("stale") for w in written.values()), "max_score": hand_max,
+                   "answers": [{"cell": cell, **w, "stale": w.get("stale", False), "comment": w.get("comment") or "",
                                 "answer": w.get("answer") or ""}
                                for cell, w in written.items()]}
-    return pages.render("feedback.html", record=record, total=total, possible=possible,
-                        percent=100 * total / possible if possible else 0, colour=_colour(total, possible),
-                        written=by_hand, late=late.describe(record.late), parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
+    elif hand_max:
+        by_hand = {"score": 0.0, "all_graded": False, "any_graded": False, "max_score": hand_max, "answers": []}
+    # the total every export gives: autograded and hand-graded points, less the late penalty
+    total = round(auto + (by_hand["score"] if by_hand else 0.0) - record.late_points, 3)
+    possible = auto_max + hand_max
+    return pages.render("feedback.html", record=record, total=total, possible=possible, auto=auto,
+                        auto_max=auto_max, percent=100 * max(total, 0.0) / possible if possible else 0,
+                        colour=_colour(total, possible), written=by_hand, late=late.describe(record.late),
+                        parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
 
 
 def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,
