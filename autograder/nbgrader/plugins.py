@@ -38,9 +38,11 @@ import pwd
 import re
 import shutil
 import stat
+import sys
 import datetime
 
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.exchange import abc as exchange_abc
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.plugins import CsvExportPlugin
@@ -48,6 +50,20 @@ from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder import handin, submission_time
+from autograder.nbgrader.settings import REFUSED_STEPS
+
+
+class _Refused:
+    """Every exchange step (collect, release_assignment, release_feedback, ...) while course.yaml
+    does not load: its problem has been said in one line; nbgrader's default exchange
+    (``/usr/local/share/nbgrader/exchange``) is neither created nor named."""
+
+    def start(self) -> None:
+        sys.exit(1)
+
+
+for _step, _base in REFUSED_STEPS.items():       # RefusedExchangeCollect, ...: what settings names
+    globals()["Refused" + _base] = type("Refused" + _base, (_Refused, getattr(exchange_abc, _base)), {})
 
 
 class SafeCollect(ExchangeCollect):
