@@ -111,12 +111,12 @@ def cmd_grade(course: config.Course, args: argparse.Namespace) -> int:
     if not batch.interrupted:
         print(terminal.table(batch.records))
         print()
+    if args.new:
+        print(folders.new_folder_note(course, out, args.submitted), file=sys.stderr)
     only = "".join(f" --student {s}" for s in args.student or ())
     code = _finish(batch, out, f"course grade {args.submitted} --out {args.out}{only} --resume")
     if not batch.interrupted:
         print("\n" + _where(out))
-    if args.new:
-        print(folders.new_folder_note(course, out, args.submitted), file=sys.stderr)
     return code
 
 

@@ -169,6 +169,7 @@ class SafeCollect(ExchangeCollect):
         else:
             self.log.info("Processing %d submissions of '%s' for course '%s'", len(self.src_records), aid,
                           course_id)
+        self._replaced: dict[str, set[str]] = {}    # a support file of the release -> who handed in a copy
         for rec in self.src_records:
             student, src = rec["username"], os.path.join(self.inbound_path, rec["filename"])
             dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, aid)
@@ -194,6 +195,11 @@ class SafeCollect(ExchangeCollect):
                 shutil.rmtree(dest)
                 continue
             submission_time.write(dest, when)
+        if self._replaced:
+            everyone = set().union(*self._replaced.values())
+            self.log.info("%d hand-in%s carried their own copy of the release's %s, as fetched; the "
+                          "release's copy is collected in its place", len(everyone), "" if len(everyone) == 1
+                          else "s", ", ".join(sorted(self._replaced)))
 
     def do_copy(self, src: str, dest: str, log: logging.Logger | None = None) -> None:
         """Copy a hand-in through autograder/handin.py: file descriptors opened without following
@@ -224,7 +230,8 @@ class SafeCollect(ExchangeCollect):
             why = f"it could not be copied ({exc.strerror}: {exc.filename})"
         for name, reason in left_out:
             if name in support or name.rstrip("/") in {os.path.dirname(p) for p in support}:
-                reason = "the release's own copy is collected in its place"
+                self._replaced.setdefault(name, set()).add(username)    # expected: one line at the end
+                continue
             self.log.warning("Left out of %s: %s (%s)", src, name, reason)
         if why:
             self.log.warning("Not collecting %s: %s", src, why)
