@@ -187,12 +187,11 @@ def test_ctrl_c_in_any_stage_says_what_to_run_and_leaves_no_scratch(course, tmp_
     scratch.mkdir()
     cmd = [os.path.join(BIN, "course"), "grade", str(submitted), "--out", out, "--jobs", "1"]
     results = os.path.join(out, "results")
-    exporting, parts = os.path.join(results, ".exporting"), os.path.join(out, "parts.csv")
-    stages = {
-        "grade": lambda: len([p for p in os.listdir(results) if not p.startswith(".")]) >= 1
-        if os.path.isdir(results) else False,
-        "gradebook": lambda: _mtime(exporting) is not None and _mtime(parts) is None,
-        "exports": lambda: _mtime(exporting) is not None and (_mtime(parts) or 0) >= _mtime(exporting),
+    parts, report = os.path.join(out, "parts.csv"), os.path.join(out, "cohort_report.html")
+    stages = {    # each run carries on from the one before; the exports' first file is parts.csv, the last the report
+        "grade": lambda: os.path.isdir(results) and any(not p.startswith(".") for p in os.listdir(results)),
+        "gradebook": lambda: _journal(out).get("finished") and _mtime(parts) is None,
+        "exports": lambda: _mtime(parts) is not None and _mtime(report) is None,
     }
     for stage, when in stages.items():
         code, err = _interrupt(cmd, str(tmp_path), str(scratch), when)
@@ -205,7 +204,7 @@ def test_ctrl_c_in_any_stage_says_what_to_run_and_leaves_no_scratch(course, tmp_
     done = subprocess.run(cmd, cwd=str(tmp_path), env=_env(TMPDIR=str(scratch)), capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert not os.path.exists(exporting) and os.listdir(scratch) == []
+    assert not os.path.exists(os.path.join(results, ".exporting")) and os.listdir(scratch) == []
     import csv
     with open(os.path.join(out, "grades.csv")) as fh:
         assert sorted(r["student_id"] for r in csv.DictReader(fh)) == ["s0", "s1", "s2"]
