@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 
-from autograder import config, untrusted
+from autograder import config, folders, untrusted
 from autograder.errors import CourseError, NoSubmissions
 
 
@@ -106,6 +106,8 @@ def cmd_grade(course: config.Course, args: argparse.Namespace) -> int:
     if not batch.interrupted:
         print(terminal.table(batch.records))
         print()
+    if args.new:
+        print(folders.new_folder_note(course, out, args.submitted), file=sys.stderr)
     only = "".join(f" --student {s}" for s in args.student or ())
     code = _finish(batch, out, f"course grade {args.submitted} --out {args.out}{only} --resume")
     if not batch.interrupted:
@@ -208,7 +210,7 @@ def cmd_exchange(course: config.Course, args: argparse.Namespace) -> int:
         settings.write_course_folder(course, out)
         private.make(course.root)
         for path in dict.fromkeys((course.root, out)):
-            print(f"{private.PRIVATE:>5o}  {path} (the course folder: yours alone)")
+            print(f"{os.stat(path).st_mode & 0o7777:>5o}  {path} (the course folder: yours alone)")
         for path, mode in exchange.setup(course, out).items():
             print(f"{mode:>5o}  {path}")
     problems = exchange.problems(course, out) + private.problems(course, out)
@@ -248,24 +250,7 @@ def cmd_check(course: config.Course, args: argparse.Namespace) -> int:
 def cmd_cluster(course: config.Course, args: argparse.Namespace) -> int:
     """Make the cluster's CA and certificates; print where each goes and course.yaml's lines."""
     from autograder import cluster_certs
-    folder = os.path.abspath(args.certs)
-    root = os.path.realpath(course.root)
-    if os.path.commonpath([os.path.realpath(folder), root]) == root:
-        raise CourseError(f"{args.certs} is inside the course folder, where `git add -A` would commit the "
-                          "keys: give a folder outside it (e.g. ~/attention-cluster)")
-    try:
-        made = cluster_certs.make(folder, course.course_id)
-    except ImportError:
-        raise CourseError("course cluster needs the cluster extra: pip install -e '.[cluster]'") from None
-    print(f"{folder}: the cluster's certificates, valid {cluster_certs.VALID_DAYS} days; keys mode 600, "
-          "readable by this account only; the CA's key was not kept (a new set replaces this one whole)")
-    where = {"ca": "the scheduler's host, every worker node and here", "scheduler": "the scheduler's host",
-             "worker": "every worker node", "client": "here, for course grade (course.yaml's cluster_tls)"}
-    for role, paths in made.items():
-        names = ", ".join(os.path.basename(p) for p in ([paths] if isinstance(paths, str) else paths))
-        print(f"  {names:<34} {where[role]}")
-    print(f"in course.yaml:\ncluster_tls:\n  ca: {made['ca']}\n  cert: {made['client'][0]}\n"
-          f"  key: {made['client'][1]}")
+    cluster_certs.command(course, args.certs)
     return 0
 
 
@@ -279,7 +264,8 @@ def cmd_demo(course: config.Course, args: argparse.Namespace) -> int:
         return 2
     if os.path.isdir(folder):        # start from nothing: an old gradebook would refuse new cells
         shutil.rmtree(folder)
-    os.makedirs(folder)
+    from autograder.nbgrader import settings
+    settings.write_course_folder(course, folder)       # a folder of its own: 0700
     open(marker, "w").close()
     print("1. releasing the assignments with nbgrader ...", flush=True)
     if _release(course) is None:
@@ -328,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("release", help="generate assignments/ from solutions/ with nbgrader")
     g = sub.add_parser("grade", help="grade a folder of submissions")
     g.add_argument("submitted", help="folder laid out as <student>/<assignment>/<notebook>.ipynb")
-    g.add_argument("--out", default=".", help="where results, parts.csv, feedback and the gradebook go")
+    g.add_argument("--out", default=None, help="the course folder results, exports and the gradebook go in "
+                   "(default: this one); a new folder is made a grading folder")
     g.add_argument("--jobs", type=int, default=None, help="worker processes (default: one per core)")
     g.add_argument("--resume", action="store_true",
                    help="continue an interrupted batch: keep every result that is still valid")
@@ -339,25 +326,25 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--student", action="append", default=None, metavar="ID",
                    help="grade this student's submissions only (repeatable); the exports keep everyone")
     r = sub.add_parser("regrade", help="grade again after a suite or grader change; print old and new scores")
-    r.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
+    r.add_argument("dir", nargs="?", default=None, help="the folder `course grade --out` wrote (default: .)")
     r.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     r.add_argument("--jobs", type=int, default=None)
     r.add_argument("--force", action="store_true", help="grade every submission again")
     r.add_argument("--cluster", default=None, metavar="ADDRESS", help="grade on this Dask scheduler")
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
     e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
-    e.add_argument("dir", nargs="?", default=".")
+    e.add_argument("dir", nargs="?", default=None)
     rp = sub.add_parser("report", help="the cohort report: cohort_report.html and cohort_report.csv")
-    rp.add_argument("dir", nargs="?", default=".", help="the folder `course grade --out` wrote (default: .)")
+    rp.add_argument("dir", nargs="?", default=None, help="the folder `course grade --out` wrote (default: .)")
     rp.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     h = sub.add_parser("history", help="one student's results over time: score, when, what changed")
     h.add_argument("student")
-    h.add_argument("--dir", default=".", help="the grading folder (default: .)")
+    h.add_argument("--dir", default=None, help="the grading folder (default: .)")
     st = sub.add_parser("status", help="not graded yet, late, written answers to grade, errors, flags")
-    st.add_argument("dir", nargs="?", default=".", help="the grading folder (default: .)")
+    st.add_argument("dir", nargs="?", default=None, help="the grading folder (default: .)")
     st.add_argument("--submitted", default=None, help="the submissions (default: where the last batch read them)")
     x = sub.add_parser("exchange", help="set up or check nbgrader's exchange (release, submit, collect)")
-    x.add_argument("dir", nargs="?", default=".", help="the course folder (default: .)")
+    x.add_argument("dir", nargs="?", default=None, help="the course folder (default: .)")
     x.add_argument("--setup", action="store_true", help="create it with the right permissions")
     x.add_argument("--root", default=None,
                    help="where (default: <dir>/exchange); with --setup it is kept in course.yaml's exchange_root")
@@ -384,6 +371,12 @@ def main(argv: list[str] | None = None) -> int:
             for folder in {os.getcwd(), getattr(args, "dir", None), getattr(args, "out", None)}:
                 if isinstance(folder, str):
                     config.refuse_another_course(course, folder)
+        if args.command in folders.WORKS_IN:        # never a scratch folder, a home, the exchange's parent
+            name = folders.WORKS_IN[args.command]
+            given = getattr(args, name)
+            folder, args.new = folders.command_folder(course, args.command, given, given is not None and
+                                                      (args.command == "grade" or getattr(args, "setup", False)))
+            setattr(args, name, folder)
         return {"release": cmd_release, "grade": cmd_grade, "regrade": cmd_regrade, "export": cmd_export,
                 "report": cmd_report, "history": cmd_history, "status": cmd_status, "exchange": cmd_exchange,
                 "check": cmd_check, "cluster": cmd_cluster, "demo": cmd_demo, "mistakes": cmd_mistakes,
@@ -391,3 +384,6 @@ def main(argv: list[str] | None = None) -> int:
     except CourseError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:         # Ctrl-C in any stage: one line, never a traceback
+        print(f"\ninterrupted: {folders.after_interrupt(args)}", file=sys.stderr)
+        return 130

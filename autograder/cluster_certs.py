@@ -14,10 +14,16 @@ The client's certificate is for client authentication only: a stolen client
 key cannot pose as the scheduler or a worker.
 """
 
+from __future__ import annotations
+
 import datetime
 import os
+from typing import TYPE_CHECKING
 
 from autograder.errors import CourseError
+
+if TYPE_CHECKING:
+    from autograder.config import Course
 
 CA = "ca.pem"
 # role -> whether its certificate also serves connections (the scheduler and the workers listen)
@@ -103,3 +109,26 @@ def make(folder: str, name: str) -> dict[str, str | tuple[str, str]]:
         _write(folder, cert_name, cert.public_bytes(pem), 0o644)
         paths[role] = (os.path.join(folder, cert_name), os.path.join(folder, key_name))
     return paths
+
+
+def command(course: Course, certs: str) -> None:
+    """`course cluster --certs DIR`: make the set in ``certs`` (outside the course folder, where
+    `git add -A` would commit the keys); print where each file goes and course.yaml's lines."""
+    folder = os.path.abspath(certs)
+    root = os.path.realpath(course.root)
+    if os.path.commonpath([os.path.realpath(folder), root]) == root:
+        raise CourseError(f"{certs} is inside the course folder, where `git add -A` would commit the "
+                          "keys: give a folder outside it (e.g. ~/attention-cluster)")
+    try:
+        made = make(folder, course.course_id)
+    except ImportError:
+        raise CourseError("course cluster needs the cluster extra: pip install -e '.[cluster]'") from None
+    print(f"{folder}: the cluster's certificates, valid {VALID_DAYS} days; keys mode 600, "
+          "readable by this account only; the CA's key was not kept (a new set replaces this one whole)")
+    where = {"ca": "the scheduler's host, every worker node and here", "scheduler": "the scheduler's host",
+             "worker": "every worker node", "client": "here, for course grade (course.yaml's cluster_tls)"}
+    for role, paths in made.items():
+        names = ", ".join(os.path.basename(p) for p in ([paths] if isinstance(paths, str) else paths))
+        print(f"  {names:<34} {where[role]}")
+    print(f"in course.yaml:\ncluster_tls:\n  ca: {made['ca']}\n  cert: {made['client'][0]}\n"
+          f"  key: {made['client'][1]}")

@@ -270,13 +270,17 @@ def _assignment(where, aid, spec, root, seen_parts):
 def _when(where, value):
     """An ISO 8601 time with its offset (YAML reads one unquoted as a datetime), in UTC without a
     time zone; without an offset the time is ambiguous by hours, so it is refused."""
+    why = ""
     if isinstance(value, str):
         try:
             value = datetime.datetime.fromisoformat(value.strip())
-        except ValueError:
-            value = None
+        except ValueError as exc:        # "month must be in 1..12": worth saying; "Invalid isoformat" is not
+            why = "" if str(exc).startswith("Invalid") else f" ({exc})"
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        why, value = " (a day with no time of day)", value.isoformat()
     if not isinstance(value, datetime.datetime):
-        raise ConfigError(f"{where}: must be a date and time such as 2026-12-08T23:59:00+00:00, got {value!r}")
+        raise ConfigError(f"{where}: must be a date and time such as 2026-12-08T23:59:00+00:00, "
+                          f"got {value!r}{why}")
     if value.tzinfo is None:
         raise ConfigError(f"{where}: {value.isoformat()} has no UTC offset (write e.g. "
                           f"{value.isoformat()}+00:00)")
@@ -317,10 +321,25 @@ def _extensions(where, raw, assignments):
     return found
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML's safe loader, keeping as text a time it cannot make (``2026-13-08``, ``T25:59``),
+    where PyYAML raises a bare ValueError: :func:`_when` names the key and shows the text."""
+
+
+def _timestamp(loader, node):
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except ValueError:
+        return loader.construct_scalar(node)
+
+
+_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
+
+
 def _read(path, name):
     try:
         with open(path) as fh:
-            return yaml.safe_load(fh)
+            return yaml.load(fh, Loader=_Loader)  # noqa: S506 - a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"{name}: file not found") from None
     except yaml.YAMLError as exc:

@@ -13,6 +13,8 @@ one before it left and hands on to the next.
               canvas_gradebook.csv and moodle_grades.csv, nbgrader's grades.csv
 6. feedback   one page per student and assignment
 
+A batch interrupted after stage 3 (Ctrl-C in the gradebook, the exports or the feedback) keeps
+every result; the next one redoes stages 4 to 6 whole (``results/.exporting`` says so).
 Stages 2 and 3 are one call (:func:`grading.grade_all`) because recording as results arrive is
 what makes a batch resumable. A stage that cannot run raises a :class:`CourseError` with one
 line; a stage that runs but fails for some submissions (nbgrader refusing one, an export that
@@ -21,8 +23,11 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from autograder import config, corpus, grading, late, release, roster, store, submission_time
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
     from autograder.progress import Progress
     from autograder.results import Submission
 
+UNFINISHED = ".exporting"    # in results/: a batch graded, its gradebook and exports not all written yet
 
 def grade(course: config.Course, submitted: str, out: str, jobs: int | None = None, force: bool = False,
           progress: Progress | None = None, cluster: str | None = None,
@@ -71,18 +77,37 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
         from autograder import cluster as dask_cluster
         executor = dask_cluster.connect(course, cluster)
     try:
-        batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
-                                  force=force, submitted=submitted, refused=refused, executor=executor,
-                                  forced_since=forced_since)
+        with _scratch():
+            batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
+                                      force=force, submitted=submitted, refused=refused, executor=executor,
+                                      forced_since=forced_since)
     finally:
         if executor:
             executor.close()
     if batch.interrupted:
         return batch
+    unfinished = os.path.exists(os.path.join(out, "results", UNFINISHED))
+    with store.replacing(os.path.join(out, "results", UNFINISHED)) as fh:   # gone once stage 6 is done
+        fh.write(store.now())
     record_times(out, submissions, batch.records)
-    batch.warnings += to_gradebook(course, submitted, out, submissions, batch)          # 4
+    batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
     batch.warnings += export(course, out, store.load_results(out))                      # 5, 6
+    os.remove(os.path.join(out, "results", UNFINISHED))
     return batch
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[str]:
+    """One scratch folder for the batch's grading, each worker's own inside it (a forked worker
+    inherits it): removed whole when grading ends, is interrupted (Ctrl-C) or a worker is killed."""
+    folder = tempfile.mkdtemp(prefix="grade-batch-")
+    os.chmod(folder, 0o711)      # the sandbox's account reaches each submission's folder (0755) below
+    before, tempfile.tempdir = tempfile.tempdir, folder
+    try:
+        yield folder
+    finally:
+        tempfile.tempdir = before
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def record_times(out: str, submissions: Sequence[grading.Task], records: Sequence[Submission]) -> None:
@@ -126,8 +151,9 @@ def _require_corpus(course, submissions):
 
 
 def to_gradebook(course: config.Course, submitted: str, out: str, submissions: Sequence[grading.Task],
-                 batch: grading.Batch) -> list[str]:
-    """Stage 4: nbgrader's autograde of every assignment with new results; returns warnings.
+                 batch: grading.Batch, redo: bool = False) -> list[str]:
+    """Stage 4: nbgrader's autograde of every assignment with new results (every one when
+    ``redo``: the last batch stopped before its exports were done); returns warnings.
 
     A submission the grader failed on is not staged at all (nothing about that student may be
     recorded, not even a 0); one that could not be read is staged as the released stub, so
@@ -141,7 +167,7 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
         mine = [task for task in submissions if task.assignment == assignment.id]
         autograded = [os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)
                       for task in mine]
-        if not mine or (not any(task.key in fresh for task in mine)
+        if not mine or (not redo and not any(task.key in fresh for task in mine)
                         and all(os.path.exists(p) for p in autograded)):
             continue      # the gradebook already holds these very results
         apps.register(course, assignment, out)
@@ -188,6 +214,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission]) -> li
     except CourseError as exc:
         warnings.append(f"{exc}; the exports have no names")
         people = {}
+    warnings += roster.strangers(course, people, {r.student for r in records})
     stages = (("roster", lambda: roster.fill_gradebook(course, out, people)),
               ("parts", lambda: exports.write_grades(out, records)),
               ("totals", lambda: exports.write_totals(out, course, records, gradebook)),

@@ -11,6 +11,7 @@ an id, SIS id or email a spreadsheet would run, or that looks like another id (a
 from __future__ import annotations
 
 import csv
+import difflib
 import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -94,3 +95,27 @@ def fill_gradebook(course: Course, out: str, roster: dict[str, Student]) -> None
         for entry in roster.values():
             gb.update_or_create_student(entry.id, first_name=entry.first_name or None,
                                         last_name=entry.last_name or None, email=entry.email or None)
+
+
+def _close(student: str, among: set[str]) -> str:
+    match = difflib.get_close_matches(student, sorted(among), n=1)
+    return f" (did you mean {match[0]}?)" if match else ""
+
+
+def strangers(course: Course, roster: dict[str, Student], handed_in: set[str]) -> list[str]:
+    """One line for each student id that course.yaml's extensions or the hand-ins name and the
+    class does not know, naming the closest id it does know (``indann`` for ``indan``): an
+    extension of no roster line nor hand-in (without a roster, only one close to a hand-in's: the
+    others may not have handed in yet), a hand-in with no roster line (when there is a roster)."""
+    lines = []
+    known = set(roster) | handed_in
+    for student in sorted(set(course.extensions) - known):
+        close = _close(student, known)
+        if roster or close:
+            lines.append(f"course.yaml: extensions.{student}: no roster line and no hand-in has this id"
+                         f"{close}; the extension applies to no one")
+    if roster:
+        for student in sorted(handed_in - set(roster)):
+            lines.append(f"{NAME}: no line for {student}, who handed in{_close(student, set(roster) - handed_in)}; "
+                         "the exports give no name, email or SIS id for them")
+    return lines

@@ -174,3 +174,31 @@ def test_due_dates_late_policy_and_extensions_load_in_utc(course_copy):
     assert course.late == config.LatePolicy(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5, zero_after_days=7)
     assert course.extensions["alice"]["attention"].isoformat() == "2026-12-10T23:59:00"
     assert config.load().late is None and config.load().extensions == {}
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("2026-13-08T23:59:00+00:00", "got '2026-13-08T23:59:00+00:00' (month must be in 1..12)"),
+    ("2026-12-08T25:59:00+00:00", "got '2026-12-08T25:59:00+00:00' (hour must be in 0..23)"),
+    ("2026-12-08 25:59", "got '2026-12-08 25:59' (hour must be in 0..23)"),
+    ("next friday", "got 'next friday'"),
+    ("2026-12-08", "got '2026-12-08' (a day with no time of day)"),
+])
+def test_a_due_date_that_is_no_time_is_one_line_naming_the_key_and_showing_the_text(course_copy, capsys,
+                                                                                    text, shown):
+    """Written unquoted, as an instructor types it: YAML makes a time of some of these and raises
+    on others; each is one line naming the key and showing what was written."""
+    from autograder import cli
+    path = course_copy / "course.yaml"
+    raw = path.read_text()
+    first = next(iter(yaml.safe_load(raw)["assignments"]))
+    path.write_text(raw.replace(f"\n  {first}:\n", f"\n  {first}:\n    due: {text}\n", 1))
+    assert cli.main(["--config", str(path), "release"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"assignments.{first}.due: must be a date and time" in err, err
+    assert err.rstrip().endswith(shown), err
+    path.write_text(raw.replace(f"\n  {first}:\n", f"\n  {first}:\n    due: 2026-12-01T00:00:00+00:00\n", 1)
+                    + f"extensions:\n  alice:\n    {first}: {text}\n")
+    assert cli.main(["--config", str(path), "release"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"extensions.alice.{first}: must be a date and time" in err, err
+    assert err.rstrip().endswith(shown), err

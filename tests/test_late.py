@@ -282,3 +282,37 @@ def test_a_stub_with_the_students_code_in_a_cell_of_their_own_is_attempted(cours
     stub["cells"].insert(1 + next(i for i, c in enumerate(stub["cells"])
                                   if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == part.cells[0]), added)
     assert not grading.not_attempted(stub, release, set(part.cells), set())
+
+
+@pytest.mark.slow
+def test_an_id_the_class_does_not_have_is_named_with_its_close_match(term, capsys):
+    """An extension for ``alicee`` (alice's, mistyped), and a roster line for ``ontimee`` where
+    ``ontime`` handed in: `course export` says each in one line, naming the id it is close to."""
+    course, out, _ = term
+    with open(course.path) as fh:
+        raw = yaml.safe_load(fh)
+    first = course.assignments[0].id
+    raw["extensions"]["alicee"] = {first: (DUE + DAY).isoformat() + "+00:00"}
+    typo = os.path.join(course.root, "typo.yaml")        # beside course.yaml: the same course
+    with open(typo, "w") as fh:
+        yaml.safe_dump(raw, fh)
+    capsys.readouterr()
+    assert cli.main(["--config", typo, "export", str(out)]) == 0
+    said = [line for line in capsys.readouterr().err.splitlines() if "alicee" in line]
+    assert len(said) == 1 and "extensions.alicee: no roster line and no hand-in has this id (did you mean alice?)" \
+        in said[0], said
+    roster = os.path.join(course.root, "roster.csv")
+    with open(roster) as fh:
+        kept = fh.read()
+    try:
+        with open(roster, "w") as fh:
+            fh.write(kept.replace("\nontime,", "\nontimee,"))
+        assert cli.main(["--config", course.path, "export", str(out)]) == 0
+        said = [line for line in capsys.readouterr().err.splitlines() if "ontime" in line]
+        assert len(said) == 1 and "roster.csv: no line for ontime, who handed in (did you mean ontimee?)" in said[0]
+    finally:
+        with open(roster, "w") as fh:
+            fh.write(kept)
+        os.remove(typo)
+    assert cli.main(["--config", course.path, "export", str(out)]) == 0
+    assert "did you mean" not in capsys.readouterr().err

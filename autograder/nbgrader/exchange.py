@@ -27,6 +27,7 @@ import os
 import stat
 
 from autograder.config import Course
+from autograder.errors import CourseError
 from autograder.nbgrader.settings import settings
 from autograder.private import account
 
@@ -65,8 +66,12 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
     made = {}
     top = root(course, out)
     for path, mode, _ in levels(course, out):
-        with contextlib.suppress(FileExistsError):
+        try:
             os.makedirs(path)
+        except FileExistsError:
+            pass
+        except PermissionError:
+            raise CourseError(_cannot_make(path, top)) from None
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid not in _owners(path, top):
             break
@@ -76,6 +81,20 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
             continue
         made[path] = mode
     return made
+
+
+def _cannot_make(path: str, top: str) -> str:
+    """Why this account cannot create the exchange's level ``path``, and whose the root must be."""
+    above = os.path.dirname(path)
+    while not os.path.isdir(above) and above != os.path.dirname(above):
+        above = os.path.dirname(above)
+    info = os.stat(above)
+    me = account(os.geteuid())
+    if path == top:
+        return (f"{path} cannot be made: {above} is {account(info.st_uid)}'s (mode {stat.S_IMODE(info.st_mode):04o}), "
+                f"not {me}'s; have root make the exchange's root: mkdir -m 1777 {path}")
+    return (f"{path} cannot be made: the exchange's root {top} is {account(info.st_uid)}'s with mode "
+            f"{stat.S_IMODE(info.st_mode):04o}; it must be {me}'s, or root's with mode 1777 (as root: chmod 1777 {top})")
 
 
 def problems(course: Course, out: str | None = None) -> list[str]:

@@ -40,9 +40,11 @@ import pwd
 import re
 import shutil
 import stat
+import sys
 import datetime
 
 from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.exchange import abc as exchange_abc
 from nbgrader.exchange.default.collect import ExchangeCollect
 from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.plugins import CsvExportPlugin
@@ -50,8 +52,22 @@ from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder import handin, submission_time, untrusted
+from autograder.nbgrader.settings import REFUSED_STEPS
 
 _RANDOM = re.compile(r"[A-Za-z0-9_-]{1,64}")    # nbgrader's submit: 9 random bytes, URL-safe base64
+
+
+class _Refused:
+    """Every exchange step (collect, release_assignment, release_feedback, ...) while course.yaml
+    does not load: its problem has been said in one line; nbgrader's default exchange
+    (``/usr/local/share/nbgrader/exchange``) is neither created nor named."""
+
+    def start(self) -> None:
+        sys.exit(1)
+
+
+for _step, _base in REFUSED_STEPS.items():       # RefusedExchangeCollect, ...: what settings names
+    globals()["Refused" + _base] = type("Refused" + _base, (_Refused, getattr(exchange_abc, _base)), {})
 
 
 class SafeCollect(ExchangeCollect):
@@ -164,6 +180,7 @@ class SafeCollect(ExchangeCollect):
         else:
             self.log.info("Processing %d submissions of '%s' for course '%s'", len(self.src_records), aid,
                           course_id)
+        self._replaced: dict[str, set[str]] = {}    # a support file of the release -> who handed in a copy
         for rec in self.src_records:
             student, src = rec["username"], os.path.join(self.inbound_path, rec["filename"])
             dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, aid)
@@ -189,6 +206,11 @@ class SafeCollect(ExchangeCollect):
                 shutil.rmtree(dest)
                 continue
             submission_time.write(dest, when)
+        if self._replaced:
+            everyone = set().union(*self._replaced.values())
+            self.log.info("%d hand-in%s carried their own copy of the release's %s, as fetched; the "
+                          "release's copy is collected in its place", len(everyone), "" if len(everyone) == 1
+                          else "s", ", ".join(sorted(self._replaced)))
 
     def do_copy(self, src: str, dest: str, log: logging.Logger | None = None) -> None:
         """Copy a hand-in through autograder/handin.py: file descriptors opened without following
@@ -219,7 +241,8 @@ class SafeCollect(ExchangeCollect):
             why = f"it could not be copied ({exc.strerror}: {exc.filename})"
         for name, reason in left_out:
             if name in support or name.rstrip("/") in {os.path.dirname(p) for p in support}:
-                reason = "the release's own copy is collected in its place"
+                self._replaced.setdefault(name, set()).add(username)    # expected: one line at the end
+                continue
             self.log.warning("Left out of %s: %s (%s)", src, name, reason)
         if why:
             self.log.warning("Not collecting %s: %s", src, why)

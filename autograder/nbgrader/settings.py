@@ -19,11 +19,16 @@ import sys
 
 from traitlets.config import Config
 
-from autograder import config, private, untrusted
+from autograder import config, folders, private, untrusted
 from autograder.config import Course
 from autograder.errors import CourseError
 
 PACKAGE = __name__.rpartition(".")[0]
+# nbgrader's exchange steps -> their classes, each refused while course.yaml does not load (plugins.py)
+REFUSED_STEPS = {"collect": "ExchangeCollect", "release_assignment": "ExchangeReleaseAssignment",
+                 "release_feedback": "ExchangeReleaseFeedback", "fetch_assignment": "ExchangeFetchAssignment",
+                 "fetch_feedback": "ExchangeFetchFeedback", "submit": "ExchangeSubmit", "list": "ExchangeList"}
+_SAID: set[str] = set()      # the course.yaml problems said in this process
 CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("not written yet")'
 
 
@@ -74,13 +79,16 @@ def settings(course: Course, out: str | None = None) -> Config:
     return c
 
 
-def configure(c: Config, out: str | None = None, course_yaml: str | None = None) -> None:
+def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
+              keep_private: bool = True) -> None:
     """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``.
 
     nbgrader's own generate_assignment (the command, formgrader's Generate button) also adds
     the self-check kit there, so its release is the one `course release` makes. Whatever the
     command writes there (collect's ``submitted/``, autograde's ``autograded/`` and gradebook,
-    generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``.
+    generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``,
+    unless ``keep_private`` is False (a grading folder made in a folder that existed, whose mode
+    is its owner's: :mod:`autograder.folders`).
     Every log record of the process shows the control characters of its text as escapes
     (:func:`autograder.untrusted.guard_logging`): collect logs the names students chose.
     """
@@ -93,7 +101,8 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None)
         _refuse(c, str(exc))
         return
     try:
-        private.make(out or course.root)
+        if keep_private:
+            private.make(out or course.root)
     except CourseError as exc:      # another's folder: nbgrader's own permissions decide
         print(f"warning: {exc}", file=sys.stderr)
     c.merge(settings(course, out))
@@ -116,7 +125,11 @@ def _refuse(c: Config, problem: str) -> None:
     nbgrader reports an error raised in a config file and goes on with its defaults: it
     would run students' notebooks in a kernel, unsandboxed, and score the check cells.
     Every converter's only preprocessor refuses instead."""
-    print(f"error: {problem}", file=sys.stderr)
+    if problem not in _SAID:         # nbgrader reads its configuration more than once
+        _SAID.add(problem)
+        print(f"error: {problem}", file=sys.stderr)
+    for step, base in REFUSED_STEPS.items():
+        setattr(c.ExchangeFactory, step, _ours("plugins", "Refused" + base))
     refuse = [_ours("preprocessors", "Refuse")]
     c.Autograde.sanitize_preprocessors = refuse
     c.Autograde.autograde_preprocessors = refuse
@@ -127,13 +140,16 @@ def _refuse(c: Config, problem: str) -> None:
 
 def write_course_folder(course: Course, out: str) -> None:
     """Make ``out`` an nbgrader course folder (formgrader, ``nbgrader export``) for this course,
-    private to its instructor (:mod:`autograder.private`)."""
-    private.make(out)
-    if os.path.abspath(out) == os.path.abspath(course.root):
+    private to its instructor (:mod:`autograder.private`): a new folder is made ``0700``, an
+    existing one only when no other account can read it, its mode unchanged (:mod:`autograder.folders`)."""
+    if os.path.realpath(out) == os.path.realpath(course.root):
+        private.make(out)
         return
-    with open(os.path.join(out, "nbgrader_config.py"), "w") as fh:
-        fh.write("# Written by `course grade`: this folder holds one batch's working state.\n"
+    keep = folders.make_grading_folder(course, out)
+    with open(os.path.join(out, folders.CONFIG), "w") as fh:
+        fh.write(f"{folders.MARK}: this folder holds one batch's working state.\n"
                  "import os\n"
                  f"from {__name__} import configure\n\n"
                  "configure(get_config(), out=os.path.dirname(os.path.abspath(__file__)),  # noqa: F821\n"
-                 f"          course_yaml={os.path.abspath(course.path)!r})\n")
+                 f"          course_yaml={os.path.abspath(course.path)!r}"
+                 + ("" if keep else f",\n          {folders.KEEP}") + ")\n")
