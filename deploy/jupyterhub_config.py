@@ -57,6 +57,7 @@ from autograder import config as course_config
 from autograder.corpus import CorpusError
 from autograder.hub.data import share_corpus
 from autograder.hub.sockets import Relay, pump, socket_folder, socket_url
+from autograder.hub.spawner import KERNEL_SOCKET, UNIX_PATH_MAX
 from autograder.nbgrader import exchange as course_exchange
 
 c = get_config()  # noqa: F821 - get_config is provided by JupyterHub
@@ -138,9 +139,9 @@ def _starting_hub():
 
 if _starting_hub():
     clear_stale_socket(PROXY_API)
-if len(os.fsencode(FORMGRADER)) > 107:
-    sys.exit(f"error: {FORMGRADER} is too long a path for a Unix socket: set a shorter COURSE_HUB_SOCKETS "
-             "(README, 'On a JupyterHub')")
+if len(os.fsencode(os.path.dirname(FORMGRADER))) + KERNEL_SOCKET > UNIX_PATH_MAX:
+    sys.exit(f"error: {os.path.dirname(FORMGRADER)} is too long a path for the Unix sockets of formgrader and "
+             "its kernels: set a shorter COURSE_HUB_SOCKETS (README, 'On a JupyterHub')")
 with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as fh:
     if FORMGRADER_PORT >= int(fh.read()):
         sys.exit(f"error: COURSE_FORMGRADER_PORT={FORMGRADER_PORT} is a port any account can listen on: "

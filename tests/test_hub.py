@@ -406,7 +406,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     ta = _log_in(browser, hub, hub.ta)
     # formgrader is the service's, not in their lab; Create Assignment is (the menu and the right sidebar)
     assert _nbgrader_menu(ta) == ["Assignment List", "Create assignment"]
-    ta.get_by_text("Create Assignment").wait_for()
+    ta.get_by_text("Create Assignment", exact=True).wait_for()   # the tab, not the menu item
     _shot(ta, "ta-1-lab", SHOTS)
     ta.goto(f"{hub.url}/hub/home")
     ta.get_by_role("button", name="Services").click()
@@ -794,8 +794,12 @@ def _dead_servers_port(hub, page, student, victim):
     port = _server_port(hub, victim)
     with hub.accounts.started(student, [sys.executable, "-c", TAKE_PORT, str(port)]) as taking:
         asked = json.loads(taking.stdout.readline())
-        for pid in _processes(pwd.getpwnam(victim).pw_uid, "jupyterhub-singleuser"):
+        server = _processes(pwd.getpwnam(victim).pw_uid, "jupyterhub-singleuser")
+        for pid in server:
             os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _processes(pwd.getpwnam(victim).pw_uid, "jupyterhub-singleuser") and time.monotonic() < deadline:
+            time.sleep(0.05)                          # dead, its sockets closed (a zombie has no command line)
         taking.stdin.write("go\n")
         taking.stdin.flush()
         first = json.loads(taking.stdout.readline())
