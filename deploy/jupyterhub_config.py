@@ -153,7 +153,7 @@ c.ConfigurableHTTPProxy.api_url = socket_url(PROXY_API)
 # for root's connections alone (the proxy's, the hub's): while formgrader restarts, no account can
 # listen there in its place
 if _starting_hub():
-    FORMGRADER_RELAY = Relay(FORMGRADER, FORMGRADER_PORT)
+    FORMGRADER_RELAY = Relay(FORMGRADER, pwd.getpwnam(GRADER).pw_uid, FORMGRADER_PORT)
     FORMGRADER_SERVING = asyncio.get_running_loop().create_task(FORMGRADER_RELAY.serve())
 
 

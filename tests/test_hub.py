@@ -488,6 +488,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
 
     _formgrader_down(hub, ta, bob)
     _dead_servers_port(hub, pages[bob], ada, bob)
+    _links_own_socket(hub, ada)
 
 
 def _named(page, name):
@@ -500,6 +501,7 @@ def _nbgrader_menu(page):
     page.get_by_role("menuitem", name="Nbgrader").click()
     items = [t.strip() for t in page.locator(".lm-Menu-content .lm-Menu-itemLabel").all_inner_texts() if t.strip()]
     page.keyboard.press("Escape")
+    page.locator(".lm-Menu").first.wait_for(state="detached")   # closed: the next click on Nbgrader opens it
     return items
 
 
@@ -819,3 +821,30 @@ def _dead_servers_port(hub, page, student, victim):
     assert asked == {"direct": ""}, asked
     assert first == {"first": errno.EADDRINUSE}, first
     assert noticed and took == {"bound": True, "reached": False}, (noticed, took)   # given back, unrouted
+
+
+def _asked_as_root(port, path):
+    """The first bytes of the answer to a GET of ``path`` on 127.0.0.1:``port``, asked as root (as
+    the proxy asks): "" when the connection is closed unanswered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        try:
+            connection.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            return connection.recv(100).decode()
+        except (ConnectionResetError, BrokenPipeError):
+            return ""
+
+
+def _links_own_socket(hub, student):
+    """A student who puts in their server's place a link to a socket only root can reach (here the
+    proxy's API) gets nothing through it: the hub connects only to a socket of the student's own,
+    never through a link. (Asked on a new connection to the hub's port for the server, as the
+    proxy asks: the proxy keeps its connections open.)"""
+    port, path = _server_port(hub, student), f"/user/{student}/api/routes"
+    before = _asked_as_root(port, path)
+    own = os.path.join(_runtime_folder(hub, student), "server.sock")
+    target = os.path.join(hub.sockets, "proxy", "api.sock")
+    hub.accounts.run(student, [sys.executable, "-c", "import os, sys; os.unlink(sys.argv[1]); "
+                                                     "os.symlink(sys.argv[2], sys.argv[1])", own, target])
+    assert os.path.islink(own)
+    after = _asked_as_root(port, path)
+    assert before.startswith("HTTP/1.") and after == "", (before, after)

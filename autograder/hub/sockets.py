@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import pwd
 import socket
@@ -74,14 +75,30 @@ async def pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None
     sink.close()
 
 
+async def open_socket(path: str, owner: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the Unix socket at ``path`` if that is a socket of ``owner``'s, never through
+    a link: the folder it lies in is its owner's, who could otherwise put there a link to any
+    socket root can reach (a container engine's, the proxy's API) for root to connect to. The
+    socket is opened once (``O_PATH``), checked, and connected to by that open file; OSError if
+    it is no socket of ``owner``'s."""
+    fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISSOCK(info.st_mode) or info.st_uid != owner:
+            raise OSError(errno.EACCES, f"{path} is not a socket of uid {owner}'s")
+        return await asyncio.open_unix_connection(f"/proc/self/fd/{fd}")
+    finally:
+        os.close(fd)
+
+
 class Relay:
     """127.0.0.1:``port`` (0: one the system picks), bound at once and held by this process until
-    :meth:`close`, carrying root's connections to the Unix socket ``path``; any other account's is
-    closed unread, and so is every connection while nothing listens at ``path`` (the proxy then
-    answers 503)."""
+    :meth:`close`, carrying root's connections to the Unix socket ``path`` of ``owner``'s (a uid);
+    any other account's is closed unread, and so is every connection while nothing of ``owner``'s
+    listens at ``path`` (the proxy then answers 503)."""
 
-    def __init__(self, path: str, port: int = 0) -> None:
-        self.path = path
+    def __init__(self, path: str, owner: int, port: int = 0) -> None:
+        self.path, self.owner = path, owner
         self.listener = socket.create_server((LOOPBACK, port))
         self.port: int = self.listener.getsockname()[1]
         self.server: asyncio.base_events.Server | None = None
@@ -96,7 +113,7 @@ class Relay:
             to_client.close()
             return
         try:
-            server, to_server = await asyncio.open_unix_connection(self.path)
+            server, to_server = await open_socket(self.path, self.owner)
         except OSError:
             to_client.close()
             return

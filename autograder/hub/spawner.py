@@ -58,7 +58,7 @@ class CourseSpawner(LocalProcessSpawner):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)             # a killed server's
         self._release()
-        self.relay = await Relay(self.socket_path).serve()
+        self.relay = await Relay(self.socket_path, pwd.getpwnam(self.user.name).pw_uid).serve()
         self.port = self.relay.port
         return await super().start()
 
@@ -80,7 +80,7 @@ class CourseSpawner(LocalProcessSpawner):
         status = await super().poll()
         if status is None and self.relay is None and self.socket_path:
             try:
-                self.relay = await Relay(self.socket_path, self.port).serve()
+                self.relay = await Relay(self.socket_path, pwd.getpwnam(self.user.name).pw_uid, self.port).serve()
             except OSError as exc:
                 self.log.warning("Stopping %s's server: its port %s is taken (%s)", self.user.name, self.port,
                                  exc.strerror)
