@@ -6,8 +6,9 @@ and `formgrade-<course_id>` (instructors and TAs). Only their members log in; at
 hub copies the account's membership into its own groups of the same names. The second group's
 role grants access to the service `<course_id>` (formgrader in the course folder, as the grading
 account); everyone else gets 403 there. Each spawned server gets the nbgrader extensions of its
-role (deploy/jupyter/<role>/) and the course's exchange and id (deploy/jupyter/course/), copied
-into the course's environment at each start, since the course folder is private. No server starts
+role (deploy/jupyter/<role>/), the course's exchange and id (deploy/jupyter/course/) and kernels
+over ipc (deploy/jupyter/ipc/), copied into the course's environment at each start, since the
+course folder is private, and the corpus, copied there too (read-only, $TINYSHAKESPEARE). No server starts
 in a home other accounts can enter: the hub closes it first, or refuses.
 
 No student can listen where the hub sends anyone: any local account (a student's own server runs
@@ -16,7 +17,9 @@ as the student, on this machine) can take a free TCP port above 1023, and while 
 Unix socket in a folder only the grading account (and root) can enter, and the hub and its proxy
 reach it through 127.0.0.1:COURSE_FORMGRADER_PORT, below 1024, which the hub holds itself and
 relays to the socket; the hub's API is on such a port too, and the proxy's API on a socket of
-root's. (JupyterHub 6 takes only an http(s) URL for a service, and configurable-http-proxy 5
+root's. Each user's server listens on a Unix socket in a folder of its user's alone, where its
+kernels' sockets are too (`ipc`, not TCP), behind a loopback port the hub holds from before the
+server starts until the proxy's route to it is gone (autograder/hub/). (JupyterHub 6 takes only an http(s) URL for a service, and configurable-http-proxy 5
 fails requests with a body to a Unix socket whenever the server answers and closes first: hence
 the relay rather than a route to the socket.) With COURSE_HUB_SUBDOMAIN_HOST, each user's server
 and formgrader have an origin of their own, so no student's page can script against formgrader in
@@ -38,7 +41,6 @@ COURSE_HUB_SUBDOMAIN_HOST  e.g. https://hub.example.edu: each user's server on <
                            on the hub's one origin
 """
 import asyncio
-import contextlib
 import errno
 import grp
 import os
@@ -46,13 +48,16 @@ import pwd
 import shutil
 import socket
 import stat
-import string
 import sys
 import urllib.parse
 
 from jupyterhub.auth import PAMAuthenticator
 
 from autograder import config as course_config
+from autograder.corpus import CorpusError
+from autograder.hub.data import share_corpus
+from autograder.hub.sockets import Relay, pump, socket_folder, socket_url
+from autograder.hub.spawner import KERNEL_SOCKET, UNIX_PATH_MAX
 from autograder.nbgrader import exchange as course_exchange
 
 c = get_config()  # noqa: F821 - get_config is provided by JupyterHub
@@ -95,37 +100,6 @@ for name, kind in ((STUDENTS, "group"), (GRADERS, "group"), (GRADER, "account"))
         sys.exit(f"error: the Unix {kind} {name} does not exist (README, 'On a JupyterHub')")
 
 
-def socket_folder(path, owner="root"):
-    """The folder ``path``, made if missing, ``owner``'s alone (0700), below folders that root alone
-    can change (else another account could move it aside and listen in its place) and every
-    account can pass; anything else there stops the hub, saying why."""
-    folder = os.sep
-    for name in os.path.normpath(path).split(os.sep)[1:]:
-        info = os.lstat(folder)
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != 0 or not info.st_mode & stat.S_IXOTH or \
-                info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
-            raise RuntimeError(f"{folder} must be a folder of root's that other accounts can pass but not "
-                               f"change, to hold {path}: set COURSE_HUB_SOCKETS below such folders "
-                               "(README, 'On a JupyterHub')")
-        folder = os.path.join(folder, name)
-        with contextlib.suppress(FileExistsError):
-            os.mkdir(folder, 0o755)
-    entry, info = pwd.getpwnam(owner), os.lstat(folder)
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid not in (0, entry.pw_uid):
-        raise RuntimeError(f"{folder} is not a folder of root's or {owner}'s: remove it "
-                           "(README, 'On a JupyterHub')")
-    os.chown(folder, entry.pw_uid, entry.pw_gid)
-    os.chmod(folder, 0o700)
-    return folder
-
-
-def socket_url(path):
-    """``http+unix://`` and ``path``, every character but lower-case letters, digits and ``-._``
-    escaped: JupyterHub's HTTP client lowercases the part of a URL that names the socket."""
-    keep = string.ascii_lowercase + string.digits + "-._"
-    return "http+unix://" + "".join(chr(b) if chr(b) in keep else f"%{b:02X}" for b in os.fsencode(path))
-
-
 # formgrader's socket, the grading account's alone, and the proxy's API, root's
 try:
     PROXY_API = os.path.join(socket_folder(os.path.join(SOCKETS, "proxy")), "api.sock")
@@ -165,9 +139,9 @@ def _starting_hub():
 
 if _starting_hub():
     clear_stale_socket(PROXY_API)
-if len(os.fsencode(FORMGRADER)) > 107:
-    sys.exit(f"error: {FORMGRADER} is too long a path for a Unix socket: set a shorter COURSE_HUB_SOCKETS "
-             "(README, 'On a JupyterHub')")
+if len(os.fsencode(os.path.dirname(FORMGRADER))) + KERNEL_SOCKET > UNIX_PATH_MAX:
+    sys.exit(f"error: {os.path.dirname(FORMGRADER)} is too long a path for the Unix sockets of formgrader and "
+             "its kernels: set a shorter COURSE_HUB_SOCKETS (README, 'On a JupyterHub')")
 with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as fh:
     if FORMGRADER_PORT >= int(fh.read()):
         sys.exit(f"error: COURSE_FORMGRADER_PORT={FORMGRADER_PORT} is a port any account can listen on: "
@@ -175,54 +149,12 @@ with open("/proc/sys/net/ipv4/ip_unprivileged_port_start") as fh:
 c.JupyterHub.hub_bind_url = "http://127.0.0.1:881"
 c.ConfigurableHTTPProxy.api_url = socket_url(PROXY_API)
 
-
-def _owner(peer):
-    """The account that holds the loopback TCP socket ``peer`` connected to formgrader's port."""
-    local, remote = f"0100007F:{peer[1]:04X}", f"0100007F:{FORMGRADER_PORT:04X}"
-    with open("/proc/net/tcp") as fh:
-        for fields in map(str.split, fh):
-            if fields[1:3] == [local, remote]:
-                return int(fields[7])
-    return None
-
-
-async def _relay(client, to_client):
-    """One connection to formgrader's port, carried to formgrader's socket and back if root's (the
-    proxy's, or the hub's checks): any other account, which could reach formgrader through the
-    proxy anyway, would otherwise hold two of the hub's files open per connection it keeps. Closed
-    at once when formgrader is down, so the proxy answers 503."""
-    if _owner(to_client.get_extra_info("peername")) != 0:
-        to_client.close()
-        return
-    try:
-        server, to_server = await asyncio.open_unix_connection(FORMGRADER)
-    except OSError:
-        to_client.close()
-        return
-    await asyncio.gather(_pump(client, to_server), _pump(server, to_client))
-
-
-async def _pump(source, sink):
-    """One direction of a relayed connection, until either end closes."""
-    with contextlib.suppress(OSError):
-        while data := await source.read(65536):
-            sink.write(data)
-            await sink.drain()
-    sink.close()
-
-
-def _hold_formgrader_port():
-    """127.0.0.1:FORMGRADER_PORT, held by the hub as long as it runs and relayed to formgrader's
-    socket: while formgrader restarts, no account can listen there in its place."""
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        return None                   # jupyterhub's subcommands (token, upgrade-db) start no hub
-    listener = socket.create_server(("127.0.0.1", FORMGRADER_PORT))
-    return loop.create_task(asyncio.start_server(_relay, sock=listener))
-
-
-FORMGRADER_RELAY = _hold_formgrader_port()
+# 127.0.0.1:FORMGRADER_PORT, held by the hub as long as it runs and relayed to formgrader's socket
+# for root's connections alone (the proxy's, the hub's): while formgrader restarts, no account can
+# listen there in its place
+if _starting_hub():
+    FORMGRADER_RELAY = Relay(FORMGRADER, pwd.getpwnam(GRADER).pw_uid, FORMGRADER_PORT)
+    FORMGRADER_SERVING = asyncio.get_running_loop().create_task(FORMGRADER_RELAY.serve())
 
 
 def _hold_other_loopback():
@@ -256,7 +188,7 @@ def _hold_other_loopback():
         except OSError:
             to_client.close()
             return
-        await asyncio.gather(_pump(client, to_server), _pump(server, to_client))
+        await asyncio.gather(pump(client, to_server), pump(server, to_client))
     return asyncio.get_running_loop().create_task(asyncio.start_server(relay, sock=listener))
 
 
@@ -308,7 +240,15 @@ shutil.copytree(os.path.join(HERE, "jupyter"), SETTINGS)
 
 
 def _extensions(role):
-    return os.pathsep.join(os.path.join(SETTINGS, d) for d in (role, "course"))
+    """A role's settings, the course's exchange and id, and kernels over ipc."""
+    return os.pathsep.join(os.path.join(SETTINGS, d) for d in (role, "course", "ipc"))
+
+
+# the course's data (the corpus), read-only for every server, in the course's environment
+try:
+    DATA = share_corpus(course, os.path.join(sys.prefix, "share", "course-hub", course.course_id))
+except CorpusError as exc:
+    sys.exit(f"error: {exc} (README, 'On a JupyterHub', step 2)")
 
 
 def private_home(spawner):
@@ -335,14 +275,21 @@ def private_home(spawner):
 
 
 c.Spawner.pre_spawn_hook = private_home
-# A server that dies other than through the hub leaves its port, above 1023, to any account, and
-# the proxy's route to it until the hub's next look: every 5 seconds, not JupyterHub's 30
+# A server that dies other than through the hub keeps the proxy's route to its port (the hub's, which
+# answers nothing) until the hub's next look: every 5 seconds, not JupyterHub's 30
 c.Spawner.poll_interval = 5
-c.JupyterHub.spawner_class = "localprocess"
+# each server on a Unix socket in its user's own folder, SOCKETS/u/<uid>, also its Jupyter runtime
+# folder (kernels over ipc there), behind a loopback port the hub holds (autograder/hub/spawner.py)
+c.JupyterHub.spawner_class = "autograder.hub.spawner.CourseSpawner"
+c.CourseSpawner.sockets = SOCKETS
 c.Spawner.cmd = [os.path.join(BIN, "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = dict(
     exchange,
+    **DATA,
+    # a lab extension of the course's (deploy/jupyter/share/labextensions/): nbgrader's "(view
+    # feedback)" opens the feedback page, not only its folder
+    JUPYTER_PATH=os.path.join(SETTINGS, "share"),
     JUPYTER_CONFIG_PATH=lambda spawner: _extensions(
         "ta" if GRADERS in {g.name for g in spawner.user.groups} else "student"),
 )
@@ -358,7 +305,8 @@ c.JupyterHub.services = [{
     "user": GRADER,
     "cwd": course.root,
     "oauth_no_confirm": True,
-    "environment": {"JUPYTER_CONFIG_PATH": os.path.join(SETTINGS, "formgrader"),
+    "environment": {"JUPYTER_CONFIG_PATH": os.pathsep.join(os.path.join(SETTINGS, d) for d in ("formgrader", "ipc")),
+                    "JUPYTER_RUNTIME_DIR": os.path.dirname(FORMGRADER), **DATA,
                     "JUPYTERHUB_DEFAULT_URL": "/formgrader",
                     "JUPYTERHUB_COOKIE_HOST_PREFIX_ENABLED": str(int(bool(SUBDOMAIN_HOST)))},
 }]

@@ -176,7 +176,8 @@ def fetched(student):
 
 
 def _cells(page):
-    return page.locator(".jp-Notebook .jp-Cell")
+    """The cells of the notebook on screen (a lab that restores its tabs keeps others, hidden)."""
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
 
 
 def _run(page, index, code=None):

@@ -581,6 +581,19 @@ def test_load_corpus_reads_the_path_it_is_given_then_the_environment_then_the_fo
     assert "\n" not in message and str(here) in message and F.CORPUS_URL in message
 
 
+def test_load_corpus_names_each_place_it_looked_once(monkeypatch):
+    """Run beside the framework (a notebook's folder), the current folder and the framework's are
+    one place, named once."""
+    monkeypatch.chdir(Path(F.__file__).parent)
+    monkeypatch.delenv("TINYSHAKESPEARE", raising=False)
+    if (Path(F.__file__).parent / F.CORPUS_NAME).exists():
+        pytest.skip("the corpus lies beside the framework here")
+    with pytest.raises(RuntimeError) as error:
+        F.load_corpus()
+    looked = str(error.value).split("looked in ", 1)[1].split(". Fix: ", 1)[0]
+    assert looked == str(Path(F.__file__).parent / F.CORPUS_NAME), looked
+
+
 # ---------------------------------------------------------------------------
 # Training, evaluation, sampling
 # ---------------------------------------------------------------------------

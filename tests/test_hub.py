@@ -8,8 +8,13 @@ fetches `attention` in the Assignments tab, writes the reference solution (one o
 runs a check cell, presses Validate and submits; a student is refused at formgrader; the TA opens
 formgrader through the hub's Services menu, where a student's page in the same browser can call none
 of it, collects, autogrades (as the grading account: the same scores as `course grade`), grades a
-written answer and releases feedback; each student fetches their own; the TA, taken out of the
-group, loses formgrader's link; and with formgrader down, a student's account cannot take its place.
+written answer and releases feedback; each student fetches their own, and "(view feedback)" opens
+it; a student fetches weighted_attention and loads the corpus the hub shares; the TA, taken out of
+the group, loses formgrader's link; and with formgrader down, a student's account cannot take its
+place. Each user's server listens on no TCP port; a student who subscribes to every TCP port of a
+classmate's processes while the classmate works and Validates receives nothing of their kernels
+(over ipc, in a folder of the classmate's alone); and once the classmate's server is killed, the
+student can neither bind its port while the hub routes there nor receive the classmate's requests.
 A home left open to other accounts is closed before its server starts; and the README's own account
 lines make homes no classmate enters. The hub is stopped and the accounts and groups removed
 whatever happens. Screenshots of each step are left in artifacts/hub/.
@@ -37,10 +42,9 @@ import urllib.parse
 import pytest
 import yaml
 
-from autograder import cohort, config, pipeline
+from autograder import cohort, config, corpus, pipeline
 from selfcheck.program import grade_id
 from test_accounts import accounts, python_shown  # noqa: F401 - accounts is a fixture
-from test_batch import only_first
 from test_browser import (LAB_SETTINGS, _assignment_list, _cells, _hand_grade, _index, _run,  # noqa: F401
                           _score_cells, _shot, _validate, browser)
 
@@ -133,11 +137,19 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
     folder = accounts.folder
     course_id = f"attention-{accounts.tag}"
     root = os.path.join(folder, "course")
+    try:
+        found = corpus.find(config.load(), download=False)
+    except corpus.CorpusError as exc:
+        pytest.skip(f"needs the corpus: {exc}")
     copy_course(root)
     shutil.copytree(os.path.join(ROOT, "deploy"), os.path.join(root, "deploy"))   # as in a clone: private too
+    os.makedirs(os.path.join(root, "data"), exist_ok=True)
+    shutil.copy(found, os.path.join(root, "data", corpus.NAME))                # the README's step 2
     with open(os.path.join(root, "course.yaml")) as fh:
         raw = yaml.safe_load(fh)
-    only_first(raw)
+    # attention for the term, and weighted_attention, which trains on the corpus (a release of the
+    # three takes half as long again)
+    raw["assignments"] = {a: raw["assignments"][a] for a in ("attention", "weighted_attention")}
     raw["course_id"] = course_id
     with open(os.path.join(root, "course.yaml"), "w") as fh:
         yaml.safe_dump(raw, fh, sort_keys=False)
@@ -164,7 +176,8 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
         course_cmd = [os.path.join(BIN, "course"), "--config", yaml_path]
         accounts.run(grader, course_cmd + ["release"], cwd=root)      # the gradebook learns the assignment
         accounts.run(grader, course_cmd + ["exchange", root, "--setup", "--root", exchange], cwd=root)
-        accounts.run(grader, [os.path.join(BIN, "nbgrader"), "release_assignment", "attention"], cwd=root)
+        for released in ("attention", "weighted_attention"):
+            accounts.run(grader, [os.path.join(BIN, "nbgrader"), "release_assignment", released], cwd=root)
 
         state = os.path.join(folder, "hub")
         os.makedirs(state)
@@ -189,7 +202,7 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
                                     preexec_fn=show)
             made = Hub(port, config.load(yaml_path), grader, password, log_path, sockets)
             made.students, made.ta, made.accounts = students, ta, accounts
-            made.formgrader_port, made.hub_api = formgrader_port, hub_api
+            made.formgrader_port, made.hub_api, made.state, made.sockets = formgrader_port, hub_api, state, sockets
             try:
                 deadline = time.monotonic() + 120
                 # up when the proxy routes the service to its server, which sends a stranger to log in
@@ -330,16 +343,18 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     ada, bob = hub.students
     # ada writes every part, bob only softmax; both answer the written questions
     written = {ada: assignment.parts, bob: assignment.parts[:1]}
-    pages = {}
+    pages, overhearing = {}, contextlib.ExitStack()
     for n, name in enumerate(hub.students, 1):
         page = pages[name] = _log_in(browser, hub, name)
         assert stat.S_IMODE(os.stat(hub.home(name)).st_mode) == 0o700, name    # closed before the spawn
         assert _origin(page) == _origin(hub.server(name)), page.url           # a domain of their own
+        server = _processes(pwd.getpwnam(name).pw_uid, "jupyterhub-singleuser")
+        assert server and not any(_tcp_ports(pid) for pid in server), name    # a Unix socket of its own
         menu = _nbgrader_menu(page)
         assert menu == ["Assignment List"], menu
         assert not page.get_by_text("Create Assignment").count()
         released = _assignment_list(page)
-        released.locator(".list_item", has_text="attention").get_by_role("button", name="Fetch").click()
+        released.locator(".list_item", has=_named(page, "attention")).get_by_role("button", name="Fetch").click()
         page.locator("#fetched_assignments_list .list_item", has_text="attention").first.wait_for()
         _shot(page, f"student{n}-1-fetched", SHOTS)
         home = hub.home(name)
@@ -348,12 +363,18 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
         page.goto(f"{hub.server(name)}/lab/tree/attention/attention.ipynb")
         page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=90_000)
         page.keyboard.press("Control+B")
+        if name == bob:         # ada listens in on bob's kernels as he works, and Validates
+            listener = overhearing.enter_context(hub.accounts.started(ada, [
+                sys.executable, "-c", OVERHEAR, str(pwd.getpwnam(bob).pw_uid), _runtime_folder(hub, bob)]))
+            assert json.loads(listener.stdout.readline()) == {"listed": False}
         _run(page, _index(solved, "imports"))
         for part in written[name]:
             for gid in part.cells:
                 _run(page, _index(solved, gid), code[gid])
         for gid in assignment.written:
             _write_answer(page, _index(solved, gid), code[gid])
+        # no debugger: it would have the kernel listen for one on a TCP port of 127.0.0.1
+        assert not page.locator(".jp-DebuggerBugButton").count()
         check = _index(solved, "check_softmax")
         output = _run(page, check)
         _cells(page).nth(check).scroll_into_view_if_needed()
@@ -368,6 +389,8 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
             assert "Success! Your notebook passes all the tests." in text, text
         else:
             assert "SelfCheckFailed: causal_mask: " in text and "softmax: " not in text, text
+            _nothing_overheard(hub, listener, bob)
+            overhearing.close()
         page.keyboard.press("Escape")
         _assignment_list(page)
         fetched = page.locator("#fetched_assignments_list .list_item", has_text="attention").first
@@ -383,7 +406,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     ta = _log_in(browser, hub, hub.ta)
     # formgrader is the service's, not in their lab; Create Assignment is (the menu and the right sidebar)
     assert _nbgrader_menu(ta) == ["Assignment List", "Create assignment"]
-    ta.get_by_text("Create Assignment").wait_for()
+    ta.get_by_text("Create Assignment", exact=True).wait_for()   # the tab, not the menu item
     _shot(ta, "ta-1-lab", SHOTS)
     ta.goto(f"{hub.url}/hub/home")
     ta.get_by_role("button", name="Services").click()
@@ -397,7 +420,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     # formgrader's origin is its own, and a student's page in the TA's browser reads nothing of it
     assert _origin(ta) == _origin(hub.formgrader) != _origin(hub.url)
     _scripted_from_a_students_page(ta, hub, ada)
-    row = ta.locator("#main-table tr", has_text="attention")
+    row = ta.locator("#main-table tr", has=_named(ta, "attention"))
     _formgrader_action(ta, row.locator(".collect a"))
     _shot(ta, "ta-3-collected", SHOTS)
     _close_modal(ta)
@@ -426,7 +449,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     _hand_grade(ta, hub.formgrader, ada, "attention", cell, points, COMMENT)
     _shot(ta, "ta-5-hand-grade", SHOTS)
     ta.goto(f"{hub.formgrader}/formgrader")
-    row = ta.locator("#main-table tr", has_text="attention")
+    row = ta.locator("#main-table tr", has=_named(ta, "attention"))
     for action, step in (("generate-feedback", "ta-6-feedback-generated"), ("release-feedback", "ta-7-feedback-released")):
         _formgrader_action(ta, row.locator(f".{action} a"))
         _shot(ta, step, SHOTS)
@@ -441,6 +464,12 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
         item.get_by_role("button", name="Fetch Feedback").click()
         page.get_by_text("(view feedback)").first.wait_for()
         _shot(page, f"student{n}-6-feedback", SHOTS)
+        page.get_by_text("(view feedback)").first.click()       # opens the page, not only its folder
+        shown = page.frame_locator(".jp-HTMLViewer iframe").locator("body")
+        shown.get_by_text(f"{assignment.parts[0].id}: ").first.wait_for()
+        _shot(page, f"student{n}-6-feedback-page", SHOTS)
+        earned = assignment.parts[0].points
+        assert f"{assignment.parts[0].id}: {earned:g} / {earned:g}" in shown.inner_text()
         found = glob.glob(os.path.join(hub.home(name), "attention", "feedback", "*", "*.html"))
         assert len(found) == 1, found           # their own, and only theirs
         text = open(found[0]).read()
@@ -448,6 +477,7 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
             earned = part.points if part in written[name] else 0
             assert f"{part.id}: {earned:g} / {part.points:g}" in text, (name, part.id)
         assert (COMMENT in text) == (name == ada), name
+    _trains_on_the_corpus(hub, pages[ada], ada)
 
     # a TA taken out of the group loses formgrader at the hub's next read of the groups
     subprocess.run(["gpasswd", "-d", hub.ta, f"formgrade-{course.course_id}"], check=True, capture_output=True)
@@ -457,6 +487,13 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     assert not ta.get_by_role("button", name="Services").count()
 
     _formgrader_down(hub, ta, bob)
+    _dead_servers_port(hub, pages[bob], ada, bob)
+    _links_own_socket(hub, ada)
+
+
+def _named(page, name):
+    """The cell or name of a list that says ``name`` and nothing else (attention, not weighted_attention)."""
+    return page.locator("td, .item_name", has_text=re.compile(rf"^\s*{re.escape(name)}\s*$"))
 
 
 def _nbgrader_menu(page):
@@ -464,6 +501,7 @@ def _nbgrader_menu(page):
     page.get_by_role("menuitem", name="Nbgrader").click()
     items = [t.strip() for t in page.locator(".lm-Menu-content .lm-Menu-itemLabel").all_inner_texts() if t.strip()]
     page.keyboard.press("Escape")
+    page.locator(".lm-Menu").first.wait_for(state="detached")   # closed: the next click on Nbgrader opens it
     return items
 
 
@@ -619,3 +657,194 @@ def _formgrader_down(hub, ta, student):
     assert tried.pop("loopback") in (errno.EADDRINUSE, errno.EADDRNOTAVAIL), tried
     assert tried == dict.fromkeys(("port", "hub", "list", "connect", "take", "beside", "move"), errno.EACCES), tried
     assert reached == {"reached": False} and response.status == 503, (reached, response.status, response.url)
+
+
+# A student's process listening in on a classmate's kernels: it subscribes to every TCP port the
+# classmate's processes listen on, as they appear (a kernel's iopub channel is a ZeroMQ PUB socket,
+# which sends each cell's code and output to any subscriber), and tries to list the classmate's
+# runtime folder; at a line from the test it says what it received
+OVERHEAR = """
+import json, os, sys, zmq
+victim, folder = int(sys.argv[1]), sys.argv[2]
+def listening():
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as fh:
+            for fields in (line.split() for line in list(fh)[1:]):
+                if fields[3] == "0A" and int(fields[7]) == victim:
+                    found.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return found
+try:
+    os.listdir(folder)
+    listed = True
+except OSError:
+    listed = False
+print(json.dumps({"listed": listed}), flush=True)
+context, poller, subscribed, received = zmq.Context(), zmq.Poller(), {}, []
+poller.register(sys.stdin, zmq.POLLIN)
+while True:
+    for port in listening() - set(subscribed):
+        sub = subscribed[port] = context.socket(zmq.SUB)
+        sub.setsockopt(zmq.SUBSCRIBE, b"")
+        sub.connect(f"tcp://127.0.0.1:{port}")
+        poller.register(sub, zmq.POLLIN)
+    ready = dict(poller.poll(200))
+    for sub in subscribed.values():
+        if sub in ready:
+            received.append(b" ".join(sub.recv_multipart())[-300:].decode(errors="replace"))
+    if sys.stdin in ready or sys.stdin.fileno() in ready:
+        break
+print(json.dumps({"ports": sorted(subscribed), "received": received}), flush=True)
+"""
+
+
+def _runtime_folder(hub, name):
+    """The folder of ``name``'s server socket and kernels' sockets, their Jupyter runtime folder."""
+    return os.path.join(hub.sockets, "u", str(pwd.getpwnam(name).pw_uid))
+
+
+def _nothing_overheard(hub, listener, victim):
+    """The listener (OVERHEAR) received nothing of ``victim``'s kernels, which ran all along."""
+    kernels = _processes(pwd.getpwnam(victim).pw_uid, "ipykernel_launcher")
+    listener.stdin.write("done\n")
+    listener.stdin.flush()
+    heard = json.loads(listener.stdout.readline())
+    assert kernels, "no kernel of the classmate's ran"
+    assert heard["received"] == [], heard
+    folder = _runtime_folder(hub, victim)
+    # theirs alone (Jupyter adds the sticky bit to a runtime folder, against cleaners of /run and /tmp)
+    assert os.stat(folder).st_mode & 0o777 == 0o700 and os.stat(folder).st_uid == pwd.getpwnam(victim).pw_uid
+    assert any(n.startswith("kernel-") and n.endswith("-ipc-1") for n in os.listdir(folder)), os.listdir(folder)
+
+
+def _trains_on_the_corpus(hub, page, name):
+    """``name`` fetches weighted_attention in the Assignments tab and runs its first cells to the
+    one that loads the corpus: the hub gave their server the course's copy, which they cannot change."""
+    page.goto(f"{hub.server(name)}/lab")
+    page.wait_for_selector("#jp-main-dock-panel")
+    released = _assignment_list(page)
+    released.locator(".list_item", has_text="weighted_attention").get_by_role("button", name="Fetch").click()
+    page.locator("#fetched_assignments_list .list_item", has_text="weighted_attention").first.wait_for()
+    with open(os.path.join(hub.home(name), "weighted_attention", "weighted_attention.ipynb")) as fh:
+        notebook = json.load(fh)
+    page.goto(f"{hub.server(name)}/lab/tree/weighted_attention/weighted_attention.ipynb")
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']",
+                           timeout=90_000)
+    _run(page, _index(notebook, "imports"))
+    output = _run(page, _index(notebook, "show_data"))
+    _cells(page).nth(_index(notebook, "show_data")).scroll_into_view_if_needed()
+    _shot(page, "student1-7-corpus", SHOTS)
+    assert "1,115,394 characters, vocabulary of 65" in output, output
+    shared = os.path.join(sys.prefix, "share", "course-hub", hub.course.course_id, corpus.NAME)
+    assert hub.accounts.probe(name, shared)[shared]["read"]
+    done = hub.accounts.run(name, [sys.executable, "-c", f"open({shared!r}, 'a')"], check=False)
+    assert done.returncode != 0 and "PermissionError" in done.stderr, done.stderr
+
+
+# A student's process after a classmate's server: it asks the server's port itself; at a line
+# from the test (the server is dead by then) it tries to bind that port, and goes on trying until
+# the next line, accepting whatever reaches it once bound
+TAKE_PORT = """
+import json, select, socket, sys
+port = int(sys.argv[1])
+with socket.create_connection(("127.0.0.1", port), timeout=10) as direct:
+    try:
+        direct.sendall(b"GET / HTTP/1.0\\r\\n\\r\\n")
+        asked = direct.recv(100).decode()
+    except (ConnectionResetError, BrokenPipeError):
+        asked = ""
+print(json.dumps({"direct": asked}), flush=True)
+sys.stdin.readline()
+tcp = socket.socket()
+tcp.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+def take():
+    try:
+        tcp.bind(("127.0.0.1", port))
+    except OSError as exc:
+        return exc.errno
+    tcp.listen()
+    tcp.setblocking(False)
+first = take()
+print(json.dumps({"first": first}), flush=True)
+bound, reached = first is None, False
+while not select.select([sys.stdin], [], [], 0.05)[0]:
+    if not bound:
+        bound = take() is None
+    else:
+        try:
+            tcp.accept()
+            reached = True
+        except BlockingIOError:
+            pass
+print(json.dumps({"bound": bound, "reached": reached}), flush=True)
+"""
+
+
+def _server_port(hub, name):
+    """The loopback port the hub sends ``name``'s requests to, from the hub's database."""
+    import sqlite3
+    with contextlib.closing(sqlite3.connect(os.path.join(hub.state, "jupyterhub.sqlite"))) as db:
+        (port,), = db.execute("SELECT servers.port FROM servers JOIN spawners ON spawners.server_id = servers.id "
+                              "JOIN users ON spawners.user_id = users.id WHERE users.name = ?", (name,)).fetchall()
+    return port
+
+
+def _dead_servers_port(hub, page, student, victim):
+    """``victim``'s server answers none of ``student``'s connections to its port; killed (as a crash
+    would leave it), ``student`` cannot bind that port while the hub routes to it, and nothing
+    ``victim``'s browser asks reaches ``student``, before the hub notices or after."""
+    port = _server_port(hub, victim)
+    with hub.accounts.started(student, [sys.executable, "-c", TAKE_PORT, str(port)]) as taking:
+        asked = json.loads(taking.stdout.readline())
+        server = _processes(pwd.getpwnam(victim).pw_uid, "jupyterhub-singleuser")
+        for pid in server:
+            os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _processes(pwd.getpwnam(victim).pw_uid, "jupyterhub-singleuser") and time.monotonic() < deadline:
+            time.sleep(0.05)                          # dead, its sockets closed (a zombie has no command line)
+        taking.stdin.write("go\n")
+        taking.stdin.flush()
+        first = json.loads(taking.stdout.readline())
+        # the victim's lab keeps asking its server, until the hub (which looks every 5 seconds)
+        # has noticed and given the port back, and a little after
+        deadline, noticed = time.monotonic() + 15, None
+        while time.monotonic() < min(deadline, (noticed or deadline) + 2):
+            with contextlib.suppress(Exception):
+                answer = page.goto(f"{hub.server(victim)}/api/status", timeout=5000)
+                if noticed is None and "no longer running" in answer.text():
+                    noticed = time.monotonic()
+            time.sleep(0.3)
+        _shot(page, "student2-8-server-dead", SHOTS)
+        taking.stdin.write("done\n")
+        taking.stdin.flush()
+        took = json.loads(taking.stdout.readline())
+    assert asked == {"direct": ""}, asked
+    assert first == {"first": errno.EADDRINUSE}, first
+    assert noticed and took == {"bound": True, "reached": False}, (noticed, took)   # given back, unrouted
+
+
+def _asked_as_root(port, path):
+    """The first bytes of the answer to a GET of ``path`` on 127.0.0.1:``port``, asked as root (as
+    the proxy asks): "" when the connection is closed unanswered."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as connection:
+        try:
+            connection.sendall(f"GET {path} HTTP/1.0\r\n\r\n".encode())
+            return connection.recv(100).decode()
+        except (ConnectionResetError, BrokenPipeError):
+            return ""
+
+
+def _links_own_socket(hub, student):
+    """A student who puts in their server's place a link to a socket only root can reach (here the
+    proxy's API) gets nothing through it: the hub connects only to a socket of the student's own,
+    never through a link. (Asked on a new connection to the hub's port for the server, as the
+    proxy asks: the proxy keeps its connections open.)"""
+    port, path = _server_port(hub, student), f"/user/{student}/api/routes"
+    before = _asked_as_root(port, path)
+    own = os.path.join(_runtime_folder(hub, student), "server.sock")
+    target = os.path.join(hub.sockets, "proxy", "api.sock")
+    hub.accounts.run(student, [sys.executable, "-c", "import os, sys; os.unlink(sys.argv[1]); "
+                                                     "os.symlink(sys.argv[2], sys.argv[1])", own, target])
+    assert os.path.islink(own)
+    after = _asked_as_root(port, path)
+    assert before.startswith("HTTP/1.") and after == "", (before, after)

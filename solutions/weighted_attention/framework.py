@@ -734,6 +734,7 @@ def load_corpus(path=None):
         path = os.environ["TINYSHAKESPEARE"]
     places = [Path(path).expanduser()] if path is not None else [
         Path.cwd() / CORPUS_NAME, Path(__file__).resolve().parent / CORPUS_NAME]
+    places = [p for i, p in enumerate(places) if p.resolve() not in {q.resolve() for q in places[:i]}]
     for place in places:
         if place.is_file():
             return place.read_text(encoding="utf-8")

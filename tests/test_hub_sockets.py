@@ -1,0 +1,48 @@
+"""The hub's relay to a server's Unix socket connects to a socket of the server's owner only, never
+through a link (autograder/hub/sockets.py): a user's socket folder is the user's, who could put a
+link there to any socket root can reach. Milliseconds; tests/test_hub.py runs the same on a hub."""
+
+import asyncio
+import os
+import socket
+
+import pytest
+
+pytest.importorskip("jupyterhub", reason="JupyterHub is the `hub` extra: `make test` installs it")
+
+from autograder.hub.sockets import open_socket  # noqa: E402
+
+
+def _listening(path):
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    return server
+
+
+def _connects(path, owner):
+    async def attempt():
+        _, writer = await open_socket(str(path), owner)
+        writer.close()
+    try:
+        asyncio.run(attempt())
+    except OSError:
+        return False
+    return True
+
+
+def test_the_relay_connects_to_its_owners_socket_and_never_through_a_link(tmp_path):
+    target = _listening(tmp_path / "other.sock")
+    own = _listening(tmp_path / "server.sock")
+    try:
+        assert _connects(tmp_path / "server.sock", os.geteuid())
+        assert not _connects(tmp_path / "server.sock", os.geteuid() + 1)       # someone else's socket
+        os.unlink(tmp_path / "server.sock")
+        os.symlink(tmp_path / "other.sock", tmp_path / "server.sock")
+        assert not _connects(tmp_path / "server.sock", os.geteuid())           # a link to another socket
+        os.unlink(tmp_path / "server.sock")
+        (tmp_path / "server.sock").write_text("")
+        assert not _connects(tmp_path / "server.sock", os.geteuid())           # no socket
+    finally:
+        target.close()
+        own.close()
