@@ -370,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.config is None:                     # the course was not named: it must be the folder's
             for folder in {os.getcwd(), getattr(args, "dir", None), getattr(args, "out", None)}:
                 if isinstance(folder, str):
-                    config.refuse_another_course(course, folder)
+                    folders.refuse_another_course(course, folder)
         if args.command in folders.WORKS_IN:        # never a scratch folder, a home, the exchange's parent
             name = folders.WORKS_IN[args.command]
             given = getattr(args, name)

@@ -19,9 +19,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
-import yaml
-
-from autograder.errors import CourseError
+from autograder.errors import ConfigError
+from autograder.yaml_file import read as _read
 from selfcheck.limits import Limits
 
 # A part's id names its files (test_<id>.py), its test cell (check_<id>) and a CSV column
@@ -34,10 +33,6 @@ def _doc(doc: str, **more: str) -> dict[str, str]:
     """A field's metadata: what its key means in course.yaml (and ``key``, ``yaml``: its name and
     how it is written there, where these are not the field's own)."""
     return {"doc": doc, **more}
-
-
-class ConfigError(CourseError):
-    """course.yaml is wrong; the message is one line."""
 
 
 @dataclass(kw_only=True)
@@ -319,44 +314,6 @@ def _extensions(where, raw, assignments):
                                   f"({dues[aid].isoformat()} UTC)")
             found[str(student)][aid] = when
     return found
-
-
-class _Loader(yaml.SafeLoader):
-    """YAML's safe loader, keeping as text a time it cannot make (``2026-13-08``, ``T25:59``),
-    where PyYAML raises a bare ValueError: :func:`_when` names the key and shows the text."""
-
-
-def _timestamp(loader, node):
-    try:
-        return loader.construct_yaml_timestamp(node)
-    except ValueError:
-        return loader.construct_scalar(node)
-
-
-_Loader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp)
-
-
-def _read(path, name):
-    try:
-        with open(path) as fh:
-            return yaml.load(fh, Loader=_Loader)  # noqa: S506 - a SafeLoader
-    except FileNotFoundError:
-        raise ConfigError(f"{name}: file not found") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{name}: not valid YAML{line} ({getattr(exc, 'problem', exc)})") from None
-
-
-def refuse_another_course(course: Course, folder: str) -> None:
-    """Stop when ``folder`` holds a course.yaml of its own that is not ``course``'s: with a
-    second clone's environment active, a command run in the first would change the second's
-    course.yaml and bind this folder's nbgrader to the other course, saying nothing."""
-    own = os.path.join(os.path.abspath(folder), "course.yaml")
-    if os.path.isfile(own) and not os.path.samefile(own, course.path):
-        raise ConfigError(f"{os.path.abspath(folder)} holds its own course.yaml, but this `course` works on "
-                          f"{course.path}; run {os.path.join(os.path.abspath(folder), '.venv/bin/course')} "
-                          f"or pass --config {own}")
 
 
 def load(path: str | None = None) -> Course:

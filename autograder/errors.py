@@ -11,6 +11,10 @@ class CourseError(Exception):
     """Grading cannot go on until the instructor fixes something; the message is one line."""
 
 
+class ConfigError(CourseError):
+    """course.yaml is wrong; the message is one line."""
+
+
 class NoSubmissions(CourseError):
     """The folder of submissions is missing or holds none."""
 

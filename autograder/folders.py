@@ -168,3 +168,14 @@ def after_interrupt(args: argparse.Namespace) -> str:
         return (f"every result recorded is kept; run `{again}` again: it grades only what is not recorded "
                 "yet, then writes the gradebook, the exports and the feedback pages whole")
     return f"nothing recorded is lost; run `course {args.command}` again to finish"
+
+
+def refuse_another_course(course: Course, folder: str) -> None:
+    """Stop when ``folder`` holds a course.yaml of its own that is not ``course``'s: with a
+    second clone's environment active, a command run in the first would change the second's
+    course.yaml and bind this folder's nbgrader to the other course, saying nothing."""
+    own = os.path.join(os.path.abspath(folder), "course.yaml")
+    if os.path.isfile(own) and not os.path.samefile(own, course.path):
+        raise CourseError(f"{os.path.abspath(folder)} holds its own course.yaml, but this `course` works on "
+                          f"{course.path}; run {os.path.join(os.path.abspath(folder), '.venv/bin/course')} "
+                          f"or pass --config {own}")

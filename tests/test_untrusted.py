@@ -16,6 +16,7 @@ import pytest
 
 from autograder import cli, handin, roster, store, untrusted
 from autograder.errors import CourseError
+from autograder.nbgrader import settings
 from autograder.reporting import exports, lms
 from autograder.results import PartResult, Submission
 
@@ -154,6 +155,7 @@ def test_course_status_and_history_print_no_control_character(course, tmp_path, 
     """Whatever a result holds (a record written by another grader, edited by hand), the course
     command prints it as text: every line it prints goes through one guard."""
     out = str(tmp_path)
+    settings.write_course_folder(course, out)      # a grading folder: the only kind `course status` reads
     store.write_result(out, _record("alice", problem="grader error: \x1b[2J\x1b]52;c;cHduZWQ=\x07",
                                     graded_at="2026-12-01T10:00:00\x1b[8m"))
     assert cli.main(["--config", course.path, "status", out]) == 0
