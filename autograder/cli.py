@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import sys
 
 from autograder import config, folders, untrusted
@@ -306,7 +307,17 @@ def cmd_experiment(course: config.Course, args: argparse.Namespace) -> int:
 
 
 @untrusted.guarded
+def _interrupt_again(unraisable: sys.UnraisableHookArgs) -> None:
+    """A Ctrl-C that lands in a finalizer (a database connection closing) is swallowed there and
+    printed as a traceback; deliver it again, quietly, where it can stop the command."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+    else:
+        sys.__unraisablehook__(unraisable)
+
+
 def main(argv: list[str] | None = None) -> int:
+    sys.unraisablehook = _interrupt_again
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=None, help="course.yaml to use (default: the course's own)")

@@ -437,7 +437,8 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
 
     # the course's grader from the command line, on the same hand-ins, in a folder of its own
     elsewhere = os.path.join(os.path.dirname(course.root), "graded-again")
-    shutil.copytree(os.path.join(course.root, "submitted"), os.path.join(elsewhere, "submitted"))
+    os.mkdir(elsewhere, 0o700)          # a grading folder is its grader's alone
+    shutil.copytree(os.path.join(course.root, "submitted"), os.path.join(elsewhere, "submitted"), dirs_exist_ok=True)
     batch = pipeline.grade(course, os.path.join(elsewhere, "submitted"), elsewhere, jobs=2)
     full = sum(p.points for p in assignment.parts)
     top = full + sum(assignment.written.values())
