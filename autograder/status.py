@@ -72,7 +72,7 @@ def history(course: Course, out: str, student: str) -> str:
             late_note = f" (late: -{record.late_points:g})" if record.late_points else ""
             regraded = previous is None or previous.graded_at != record.graded_at
             when = (record.graded_at if regraded else record.exported_at or record.graded_at) or "?"
-            line = (f"  {when:<25} {_total(record, hand):>6g} / {record.max_score + written:<4g}"
+            line = (f"  {untrusted.shown(when):<25} {_total(record, hand):>6g} / {record.max_score + written:<4g}"
                     f"{late_note}  {_what_changed(previous, record)}")
             if not lines or line != lines[-1]:
                 lines.append(line)

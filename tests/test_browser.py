@@ -186,7 +186,7 @@ def _run(page, index, code=None):
     cell = _cells(page).nth(index)
     prompt = cell.locator(".jp-InputPrompt").element_handle()
     before = prompt.inner_text()
-    cell.locator(".cm-content").click()
+    _click(page, cell.locator(".cm-content"))
     if code is not None:
         page.keyboard.press("Control+A")
         page.keyboard.insert_text(code)
@@ -197,10 +197,21 @@ def _run(page, index, code=None):
             page.wait_for_function(started, arg=[prompt, before], timeout=20_000)
             break
         except sync_api.TimeoutError:
-            cell.locator(".cm-content").click()
+            _click(page, cell.locator(".cm-content"))
     page.wait_for_function("([el, before]) => !el.textContent.includes('*') && el.textContent !== before",
                            arg=[prompt, before], timeout=90_000)
     return cell.locator(".jp-OutputArea").inner_text()
+
+
+def _click(page, target):
+    """Click ``target``; when one of the lab's dialogs is in the way, fail with what it says."""
+    try:
+        target.click(timeout=15_000)
+    except sync_api.TimeoutError:
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():
+            raise AssertionError(f"a dialog is in the way: {dialog.first.inner_text()!r}") from None
+        raise
 
 
 def _index(nb, gid):

@@ -62,9 +62,9 @@ def summary(batch: Batch | Sequence[Submission]) -> str:
              + (f" ({len(ours)} by a failure of the grader: nothing recorded for them; the next "
                 "`course grade` grades them again)" if ours else "")]
     for name, why in getattr(batch, "refused", []):
-        lines.append(f"  - folder {name!r} left out: {why}")
+        lines.append(f"  - folder {name!r} left out: {shown(why)}")
     for line in getattr(batch, "left_out", []):
-        lines.append(f"  - left out of {line} (not a regular file of the release)")
+        lines.append(f"  - left out of {shown(line)} (not a regular file of the release)")
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(getattr(batch, 'pending', []))} submission(s) not graded yet; "
                      "run the same command with --resume to finish")
