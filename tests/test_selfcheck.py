@@ -129,3 +129,11 @@ def test_a_check_that_leans_on_a_broken_part_says_so(course, tmp_path):
     assert "This part uses your `entropy_bits` from part softmax, which fails" in block, block[:600]
     softmax_block = run.stdout[run.stdout.index("test_entropy_extremes"):]
     assert "This part uses" not in softmax_block.split("____")[0]
+
+
+def test_the_self_check_line_follows_the_failed_lines_just_above_pytests_own(course, tmp_path):
+    """The stub: every FAILED line, then `Self-check: ...`, then pytest's closing line."""
+    assignment = course.assignment("attention")
+    lines = _selfcheck(_student_folder(course, assignment, tmp_path, stub=True)).stdout.strip().splitlines()
+    assert lines[-2].startswith("Self-check: ") and "failed" in lines[-1], lines[-6:]
+    assert any(line.startswith("FAILED ") for line in lines[:-2]), lines[-6:]

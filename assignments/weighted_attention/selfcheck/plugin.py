@@ -152,8 +152,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
         report.longrepr = f"{lean}\n{message}" if lean else message
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
-                            config: pytest.Config) -> None:
+                            config: pytest.Config) -> Generator[None, None, None]:
+    """The closing line, after pytest's own summary (its FAILED lines): the outermost wrapper's
+    code after the yield runs last."""
+    yield
     info = config.stash[SESSION].info
     stats = terminalreporter.stats
     passed, failed = len(stats.get("passed", [])), len(stats.get("failed", []) + stats.get("error", []))
