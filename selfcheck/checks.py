@@ -312,3 +312,24 @@ def unchanged(student: Any, name: str, *args: Any, what: str | None = None) -> A
                           "`z -= ...` where `z = z - z.max(...)` makes a new one).",
                           "the function changes an array it was given (in place); work on a copy", "in-place")
     return got
+
+
+def arrays(student: Any, name: str, *args: Any, what: str, pair: bool = False) -> Any:
+    """Call ``name`` with plain lists, as the notebooks allow, and check it returns a numpy array
+    (with ``pair``, two of them); returns its answer."""
+    from selfcheck.student import StudentError
+    try:
+        got = getattr(student, name)(*args)
+    except StudentError as exc:
+        if exc.kind != "error" or exc.diagnosis:
+            raise
+        raise CheckFailed(f"{what}: the call with plain lists failed: {exc.message}",
+                          f"{name} must accept anything np.asarray accepts: convert its inputs with np.asarray "
+                          "first (a list has no @, .shape or .max)", "inputs-not-arrays") from None
+    if pair:
+        that(isinstance(got, (tuple, list)) and len(got) == 2, f"{what}: expected a pair, got {fmt(got)}")
+    for value in (got if pair else (got,)):
+        that(isinstance(value, np.ndarray), f"{what}: expected a numpy array, got a {type(value).__name__}",
+             f"{name} must return numpy arrays (np.asarray(...) or numpy operations), not "
+             f"{type(value).__name__}s", "returns-non-arrays")
+    return got

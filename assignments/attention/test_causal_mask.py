@@ -6,11 +6,13 @@ numbers come from selfcheck/chapter_numbers.json; a likely mistake is named only
 your answer itself shows it.
 """
 
+import math
+
 import numpy as np
 
 from selfcheck import scale_experiment as scale
 from selfcheck.chapter import get
-from selfcheck.checks import CheckFailed, close, that, unchanged, weight
+from selfcheck.checks import CheckFailed, arrays, close, that, unchanged, weight
 from selfcheck.student import StudentError
 
 MASK = get("attention.mask")
@@ -135,6 +137,21 @@ def test_inputs_left_alone(student):
     unchanged(student, "softmax_then_mask", SCORES.copy(), _lower(5), what="softmax_then_mask")
 
 
+def test_masked_softmax_and_the_experiment_return_arrays(student):
+    """masked_softmax takes plain lists and returns a numpy array; scale_experiment returns five 1-D numpy arrays"""
+    weights = arrays(student, "masked_softmax", [[0.0, 1.0], [1.0, 0.0]], [[True, False], [True, True]],
+                     what="masked_softmax(scores, mask) with both given as lists")
+    close(weights, [[1.0, 0.0], [1 / (1 + math.exp(-1)), 1 / (1 + math.exp(1))]],
+          "masked_softmax of the 2 x 2 scores [[0, 1], [1, 0]] given as lists")
+    result = student.scale_experiment([4, 16], trials=10, seed=0)
+    that(isinstance(result, dict), f"scale_experiment should return a dict of columns, got {type(result).__name__}")
+    other = {k: type(result.get(k)).__name__ for k in scale.COLUMNS
+             if not (isinstance(result.get(k), np.ndarray) and result[k].ndim == 1)}
+    that(not other, "scale_experiment([4, 16])'s columns should be 1-D numpy arrays; got "
+         + ", ".join(f"{k}: {kind}" for k, kind in other.items()),
+         "return each of the five columns as a 1-D numpy array (np.array(values)), not a list", "experiment-columns-not-arrays")
+
+
 @weight(2)
 def test_chapter_softmax_then_mask(student):
     """softmax_then_mask of 'the dog barked loudly': row sums 0.4551, 0.6742, 0.8122 and 1.0000"""
@@ -177,6 +194,11 @@ def test_scale_experiment_seed(student):
     that(not np.array_equal(first["entropy_raw"], other["entropy_raw"]),
          "two different seeds gave the same numbers",
          "the generator's seed is fixed; make it with np.random.default_rng(seed)", "experiment-fixed-seed")
+    twice = scale.columns(student.scale_experiment([8, 8], trials=30, seed=0), 2)
+    that(twice["entropy_raw"][0] != twice["entropy_raw"][1],
+         "scale_experiment([8, 8]) gave the same numbers for both entries: the second d repeated the first's draws",
+         "make one generator, rng = np.random.default_rng(seed), before the loop over d_values: a new one for each d "
+         "draws the same numbers again", "experiment-generator-per-d")
 
 
 def test_scale_experiment_n_keys(student):

@@ -11,10 +11,16 @@ import numpy as np
 import pytest
 
 from selfcheck.chapter import get
-from selfcheck.checks import close, scale_mistake, that, unchanged, weight
+from selfcheck.checks import arrays, close, scale_mistake, that, unchanged, weight
 
 ONE = get("attention.one_query")
 SELECT = get("attention.select")
+
+
+def softmax_rows(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 def _axis_mistakes(p, axis):
@@ -121,6 +127,17 @@ def test_attend_shapes(student):
     mistake = scale_mistake(alpha, raw, 3, n_keys=5)
     close(alpha, weights / weights.sum(), "alpha for 5 keys of width 3", source="softmax of K q / sqrt(3)",
           mistakes=[(*mistake, alpha)] if mistake else [])
+
+
+def test_softmax_and_attend_take_lists_and_return_arrays(student):
+    """softmax and attend take plain lists (anything np.asarray accepts) and return numpy arrays"""
+    p = arrays(student, "softmax", [[1.0, 2.0, 3.0]], what="softmax([[1.0, 2.0, 3.0]])")
+    close(p, softmax_rows([[1.0, 2.0, 3.0]]), "softmax([[1.0, 2.0, 3.0]])")
+    alpha, output = arrays(student, "attend", [1.0, 0.0], [[1.0, 0.0], [0.0, 1.0]], [[1.0], [3.0]], pair=True,
+                           what="attend(q, K, V) with q, K and V lists")
+    weights = softmax_rows([[1 / math.sqrt(2), 0.0]])[0]
+    close(alpha, weights, "alpha for two keys given as lists")
+    close(output, [weights @ [1.0, 3.0]], "output for two keys given as lists")
 
 
 def test_attend_leaves_its_inputs_alone(student):

@@ -87,7 +87,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
             out[key].append(column)
         out["d_k"].append(d)
-    return out
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
     "scale-divided-by-d": {"mistake": "experiment-scaled-too-much", "warned": "the entropy of softmax(s / sqrt(d)) (scaled)",
         "cells": {"scale_experiment": '''
@@ -103,7 +103,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
             out[key].append(column)
         out["d_k"].append(d)
-    return out
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
     "scale-sample-sd": {"mistake": "experiment-std-ddof", "warned": "s.std() (the population standard deviation, numpy's default)",
         "cells": {"scale_experiment": '''
@@ -119,7 +119,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
             out[key].append(column)
         out["d_k"].append(d)
-    return out
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
     "scale-median-spread": {"mistake": "experiment-spread-median", "warned": "record the spread of the scores s.std() ... mean over the trials",
         "cells": {"scale_experiment": '''
@@ -137,7 +137,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["sd"].append(np.median(rows[:, 0]))
         for key, column in zip(list(out)[2:], rows[:, 1:].mean(axis=0)):
             out[key].append(column)
-    return out
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
     "scale-unseeded": {"mistake": "experiment-ignores-seed", "warned": "Make one generator, rng = np.random.default_rng(seed)",
         "cells": {"scale_experiment": '''
@@ -152,7 +152,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
             out[key].append(column)
         out["d_k"].append(d)
-    return out
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
     "scale-eight-keys-always": {"mistake": "experiment-fixed-keys", "warned": "K = rng.normal(0, 1, (n_keys, d))",
         "cells": {"scale_experiment": '''
@@ -168,7 +168,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
             out[key].append(column)
         out["d_k"].append(d)
-    return out
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
     "hard-coded-chapter": {"warned": "the grader runs other seeds: write general code",
         "cells": {"causal_mask": '''
@@ -214,7 +214,39 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
             out[key].append(column)
         out["d_k"].append(d)
+    return {key: np.array(column) for key, column in out.items()}
+'''}},
+    "scale-columns-as-lists": {"mistake": "experiment-columns-not-arrays", "warned": "Return a dict of five 1-D arrays",
+        "cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s / math.sqrt(d))), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(float(column))
+        out["d_k"].append(d)
     return out
+'''}},
+    "scale-generator-per-d": {"mistake": "experiment-generator-per-d", "warned": "Make one generator",
+        "cells": {"scale_experiment": '''
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        rng = np.random.default_rng(seed)
+        rows = []
+        for _ in range(trials):
+            s = rng.normal(size=(n_keys, d)) @ rng.normal(size=d)
+            a = softmax(s)
+            rows.append((s.std(), entropy_bits(a), entropy_bits(softmax(s / math.sqrt(d))), a.max()))
+        for key, column in zip(list(out)[1:], np.mean(rows, axis=0)):
+            out[key].append(column)
+        out["d_k"].append(d)
+    return {key: np.array(column) for key, column in out.items()}
 '''}},
 }
 
@@ -292,7 +324,7 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         result["d_k"].append(d)
         for key, total in zip(["sd", "entropy_raw", "entropy_scaled", "max_alpha_raw"], totals):
             result[key].append(total / trials)
-    return result
+    return {key: np.array(column) for key, column in result.items()}
 '''},
     "float32-throughout": {"masked_softmax": '''
 def masked_softmax(scores, mask):

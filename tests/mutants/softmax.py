@@ -109,6 +109,19 @@ def entropy_bits(p):
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(p > 0, -p * np.log2(p), 0.0)
 '''}},
+    "attend-returns-lists": {"mistake": "returns-non-arrays", "warned": "Every function takes numpy arrays ... returns new arrays",
+        "cells": {"attend": '''
+def attend(q, K, V):
+    q, K, V = np.asarray(q, dtype=float), np.asarray(K, dtype=float), np.asarray(V, dtype=float)
+    alpha = softmax(K @ q / math.sqrt(len(q)))
+    return alpha.tolist(), (alpha @ V).tolist()
+'''}},
+    "attend-without-asarray": {"mistake": "inputs-not-arrays", "warned": "(or anything `np.asarray` accepts)",
+        "cells": {"attend": '''
+def attend(q, K, V):
+    alpha = softmax(K @ q / math.sqrt(q.shape[-1]))
+    return alpha, alpha @ V
+'''}},
 }
 
 CORRECT = {
