@@ -16,10 +16,11 @@ DOCS   := $(VENV)/.installed-docs
 
 .PHONY: demo test check docs docs-links release bench experiment clean sandbox postgres browser hub proxy
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml autograder/lazy_iri.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
+	@$(BIN)/python -m autograder.lazy_iri >/dev/null    # plain nbgrader and jupyter start faster
 	@touch $(STAMP)
 
 $(EXTRAS): $(STAMP)

@@ -588,20 +588,23 @@ def test_course_late_penalties_reads_course_yaml_again_once_it_changes(course_co
     assert changed.assignment(first).due != copy_.assignments[0].due
 
 
-def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_checked():
+def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_checked(tmp_path):
     """rfc3987_syntax builds its Lark grammars only when jsonschema first checks an IRI, and then
-    answers as it does loaded up front."""
+    answers as it does loaded up front: in the course's commands, and (the .pth file make writes)
+    in a plain interpreter of the environment, as nbgrader and jupyter run, from any folder."""
     import subprocess
     import sys
+    from autograder import lazy_iri
     check = ("from jsonschema import FormatChecker; c = FormatChecker(); "
              "print(c.conforms('http://example.com/ä', 'iri'), c.conforms('not an iri', 'iri'), "
              "c.conforms('a b', 'iri-reference'))")
-    deferred = ("import sys; from autograder.nbgrader import apps; "
-                "assert 'rfc3987_syntax.syntax_helpers' not in sys.modules; " + check)
+    untouched = "import sys, jsonschema; assert 'rfc3987_syntax.syntax_helpers' not in sys.modules; "
+    eager = f"import sys; sys.modules.pop({lazy_iri.NAME!r}); " + check
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    said = [subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True).stdout
-            for code in (deferred, check)]
-    assert said[0] == said[1] == "True False False\n"
+    said = [subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True).stdout
+            for code, cwd in (("from autograder.nbgrader import apps; " + untouched + check, root),
+                              (untouched + check, tmp_path), (eager, tmp_path))]
+    assert said == ["True False False\n"] * 3
 
 
 # --- the written answers of the course's feedback page --------------------------------------------

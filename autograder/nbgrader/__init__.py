@@ -26,48 +26,15 @@ formgrader and ``course`` give the same scores from the same reads of a hand-in.
 ``import nbgrader`` in these modules is nbgrader itself: imports are absolute, and
 ``autograder/`` is never a folder on ``sys.path`` (the repository's root is). Importing the package
 puts this interpreter's ``alembic`` on PATH for nbgrader, and leaves the IRI grammars jsonschema
-loads with nbgrader until an IRI is checked (seconds of every command's start).
+loads with nbgrader until an IRI is checked (:mod:`autograder.lazy_iri`).
 """
 
-import importlib
-import importlib.util
 import os
 import sys
-import types
-from typing import Any
+
+from autograder import lazy_iri  # noqa: F401  (nbgrader starts without building IRI grammars)
 
 # nbgrader runs `alembic` from PATH to open a new gradebook: make it this interpreter's.
 _BIN = os.path.dirname(sys.executable)
 if _BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = _BIN + os.pathsep + os.environ.get("PATH", "")
-
-
-def _defer_rfc3987_syntax() -> None:
-    """jsonschema, which nbformat and so nbgrader load, imports ``rfc3987_syntax`` (installed with
-    Jupyter) for its IRI format check the moment it loads, and that module builds about forty Lark
-    grammars as it loads: more than half of the seconds importing nbgrader takes, for a check no
-    command of the course makes. Until jsonschema is loaded, that module's name stands for one that
-    loads the real module the first time anything of it is used."""
-    name = "rfc3987_syntax"
-    if "jsonschema" in sys.modules or name in sys.modules or importlib.util.find_spec(name) is None:
-        return
-    stub = types.ModuleType(name)
-    real: list[types.ModuleType] = []
-
-    def load(attribute: str) -> Any:
-        if attribute.startswith("__"):      # the import system's questions (is it a package?)
-            raise AttributeError(attribute)
-        if not real:
-            if sys.modules.get(name) is stub:
-                del sys.modules[name]
-            real.append(importlib.import_module(name))
-        return getattr(real[0], attribute)
-
-    def is_valid_syntax(*args: Any, **kwargs: Any) -> Any:       # what jsonschema takes from it
-        return load("is_valid_syntax")(*args, **kwargs)
-    stub.__getattr__ = load          # type: ignore[method-assign]
-    stub.is_valid_syntax = is_valid_syntax      # type: ignore[attr-defined]
-    sys.modules[name] = stub
-
-
-_defer_rfc3987_syntax()
