@@ -8,8 +8,8 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
-from autograder import grading, late, store, untrusted, versions
-from autograder.errors import NoSubmissions
+from autograder import grading, late, roster, store, untrusted, versions
+from autograder.errors import CourseError, NoSubmissions
 from autograder.reporting import exports, terminal
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _what_changed(old: Submission | None, new: Submission) -> str:
             or was != now and points_alone and not said):
         said.append("hand grade")
     if was != now and not points_alone and old.submitted_at == new.submitted_at:
-        said.append("late policy or due date")
+        said.append("due date, extension or late rule")
     return ", ".join(said) or "nothing (graded again)"
 
 
@@ -126,6 +126,11 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         if stale:
             changed.append(f"  {record.student}/{record.assignment}: {', '.join(stale)}")
     errors = [f"  {r.student}/{r.assignment}: {untrusted.shown(r.problem)}" for r in records if r.grader_error]
+    try:
+        strangers = roster.strangers(course, roster.load(course), {r.student for r in records} |
+                                     {t.student for t in tasks})
+    except CourseError as exc:
+        strangers = [str(exc)]
     before = terminal.read_totals(os.path.join(out, "totals.csv"))
     now_totals = {}
     for row in exports.totals(course, records, scores):
@@ -135,6 +140,8 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
                 ("written answers not graded yet in formgrader", unmarked),
                 ("hand grades to confirm in formgrader (the answer or the grader's score changed since)", changed),
                 ("grader errors", errors),
+                ("ids the class does not have (an extension or roster line applies to no one)",
+                 [f"  {untrusted.shown(line)}" for line in strangers]),
                 ("similarity flags (cohort_report.html)", _similar(out)),
                 ("totals the next `course export` changes",
                  [f"  {s}: {before.get(s, '-')} -> {t}" for s, t in sorted(pending.items())])]

@@ -197,7 +197,7 @@ def test_a_moved_deadline_and_a_new_extension_change_exactly_those_totals_at_reg
     assert history and history[-1].late["points"] == pytest.approx(full * 0.1)
     assert cli.main(["--config", course.path, "history", "late", "--dir", str(out)]) == 0
     said = capsys.readouterr().out
-    assert f"{full * 0.9:g}" in said and "late policy or due date" in said.splitlines()[-1]
+    assert f"{full * 0.9:g}" in said and "due date, extension or late rule" in said.splitlines()[-1]
     assert cli.main(["--config", course.path, "status", str(out)]) == 0
     said = capsys.readouterr().out
     assert "hand-ins not graded yet" in said and "totals the next `course export` changes: none" in said
@@ -301,6 +301,9 @@ def test_an_id_the_class_does_not_have_is_named_with_its_close_match(term, capsy
     said = [line for line in capsys.readouterr().err.splitlines() if "alicee" in line]
     assert len(said) == 1 and "extensions.alicee: no roster line and no hand-in has this id (did you mean alice?)" \
         in said[0], said
+    assert cli.main(["--config", typo, "status", str(out)]) == 0      # and the morning's status lists it
+    listed = capsys.readouterr().out
+    assert "ids the class does not have" in listed and "extensions.alicee" in listed, listed
     roster = os.path.join(course.root, "roster.csv")
     with open(roster) as fh:
         kept = fh.read()
