@@ -1,7 +1,7 @@
 """Every file grading writes into a grading folder, in one list: what `course grade` and `course
 export` print (`cli._where`) and the documentation's table of output files are both made from it.
 
-A new export adds its row here, and its name to `.gitignore` and `make clean` (tests/test_layout.py
+A new export adds its row here, and its name to `.gitignore` and `make clean` (tests/test_docs.py
 holds them to this list).
 """
 
