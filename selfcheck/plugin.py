@@ -145,10 +145,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
         session.failing.setdefault(part, set()).update(notes.checked_names(getattr(item, "function", None)))
     if call.excinfo.errisinstance((CheckFailed, StudentError)):
         exc = call.excinfo.value
-        message = str(exc)
+        lean = notes.leaning_on(part, session.uses, {p: f for p, f in session.failing.items() if p != part})
+        message = notes.finding(exc) if lean else str(exc)     # a broken helper explains it, not a guess
         if session.unloaded and ("defines no function" in message or "NameError" in message):
             message += " (a cell did not load: see the first check, `every cell loads`)"
-        lean = notes.leaning_on(part, session.uses, {p: f for p, f in session.failing.items() if p != part})
         report.longrepr = f"{lean}\n{message}" if lean else message
 
 

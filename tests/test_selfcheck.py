@@ -57,6 +57,24 @@ def _errors(cell):
     return [o for o in cell.get("outputs", []) if o.output_type == "error"]
 
 
+def _check_cell(folder, part):
+    """What the notebook's check cell for ``part`` prints, its code cells run first (no kernel:
+    the check cell reads the definitions of the running program's __main__)."""
+    script = ("import json, sys\n"
+              "nb = json.load(open(sys.argv[1]))\n"
+              "for c in nb['cells']:\n"
+              "    if c['cell_type'] == 'code' and 'check(' not in ''.join(c['source']):\n"
+              "        exec(''.join(c['source']), globals())\n"
+              "from selfcheck import check\n"
+              "try:\n"
+              "    check(sys.argv[2])\n"
+              "except Exception as exc:\n"
+              "    print(type(exc).__name__)\n")
+    done = subprocess.run([sys.executable, "-c", script, "attention.ipynb", part], cwd=folder,
+                          capture_output=True, text=True, timeout=300)
+    return done.stdout + done.stderr
+
+
 def _selfcheck(folder):
     return subprocess.run([sys.executable, "-m", "pytest"], cwd=folder, capture_output=True, text=True,
                           timeout=300)
@@ -137,3 +155,20 @@ def test_the_self_check_line_follows_the_failed_lines_just_above_pytests_own(cou
     lines = _selfcheck(_student_folder(course, assignment, tmp_path, stub=True)).stdout.strip().splitlines()
     assert lines[-2].startswith("Self-check: ") and "failed" in lines[-1], lines[-6:]
     assert any(line.startswith("FAILED ") for line in lines[:-2]), lines[-6:]
+
+
+@pytest.mark.parametrize("front", ["pytest", "check cell"])
+def test_after_fix_that_part_first_no_guess_follows(course, tmp_path, front):
+    """A softmax summed over the whole array breaks the causal mask's checks: they say to fix softmax
+    first, and guess no mistake of their own from the numbers it broke."""
+    assignment = course.assignment("attention")
+    mistakes, _ = cohort.catalogue(course, "softmax")
+    folder = _student_folder(course, assignment, tmp_path, cells=mistakes["softmax-global-sum"]["cells"])
+    if front == "pytest":
+        text = _selfcheck(folder).stdout
+        blocks = [b for b in text.split("____") if "fix that part first" in b]
+    else:
+        text = _check_cell(folder, "causal_mask")
+        blocks = [b for b in text.split("  FAIL  ") if "fix that part first" in b]
+    assert blocks, text[-3000:]
+    assert not [b for b in blocks if "Likely mistake" in b], blocks

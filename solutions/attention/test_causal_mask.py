@@ -73,7 +73,8 @@ def test_causal_mask_shape_and_type(student):
          *(("the answer does not depend on n: the chapter's mask is written in, not computed", "hard-coded-chapter")
            if m.shape == (4, 4) else ()))
     that(m.dtype == bool, f"causal_mask(5) should hold booleans (dtype bool), got dtype {m.dtype}",
-         "np.tril(np.ones((n, n))) holds floats; np.ones(..., dtype=bool) or a comparison gives booleans",
+         f"the mask holds {m.dtype.kind == 'f' and 'floats (np.tril(np.ones((n, n))) does)' or m.dtype.name + ' numbers'}; "
+         "np.ones(..., dtype=bool) or a comparison gives booleans",
          "mask-not-boolean")
 
 

@@ -93,8 +93,9 @@ def test_causal_mask_is_boolean(student):
     got = np.asarray(student.causal_mask(n))
     that(got.dtype == bool,
          f"causal_mask({n}) should have dtype bool, got {got.dtype}",
-         "np.tril(np.ones((n, n))) holds floats; pass dtype=bool (with a float mask, ~mask and "
-         "boolean indexing do not do what they should)", "mask-not-boolean")
+         f"the mask holds {got.dtype.kind == 'f' and 'floats (np.tril(np.ones((n, n))) does)' or got.dtype.name + ' numbers'}; "
+         "pass dtype=bool (with a mask of numbers, ~mask and boolean indexing do not do what they should)",
+         "mask-not-boolean")
 
 
 def test_causal_mask_random_sizes(student):

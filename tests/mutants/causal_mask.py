@@ -27,6 +27,11 @@ def causal_mask(n):
 def causal_mask(n):
     return np.tril(np.ones((n, n)))
 '''}},
+    "mask-of-ints": {"mistake": "mask-not-boolean", "warned": "of dtype bool",
+        "cells": {"causal_mask": '''
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=int))
+'''}},
     "mask-multiplies-scores": {"mistake": "mask-fill-not-minus-inf", "warned": "The blocked scores are replaced by -inf",
         "cells": {"masked_softmax": '''
 def masked_softmax(scores, mask):

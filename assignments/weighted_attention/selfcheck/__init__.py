@@ -41,7 +41,9 @@ def _public_tests(path):
 
 
 def _run(tests, student):
-    """(first line of the check, None or the reason it failed) for each test."""
+    """(first line of the check, None or the reason it failed, that reason without its likely
+    mistake) for each test."""
+    from selfcheck import notes
     from selfcheck.checks import CheckFailed, label
     from selfcheck.student import StudentError
 
@@ -50,11 +52,11 @@ def _run(tests, student):
         try:
             fn(student)
         except (CheckFailed, StudentError) as exc:
-            yield what, str(exc)
+            yield what, str(exc), notes.finding(exc)
         except Exception as exc:  # noqa: BLE001 - report, never crash the notebook
-            yield what, f"{type(exc).__name__}: {exc}"
+            yield what, f"{type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}"
         else:
-            yield what, None
+            yield what, None, None
 
 
 def check(part: str, folder: str = ".") -> None:
@@ -86,12 +88,13 @@ def check(part: str, folder: str = ".") -> None:
     failing = {}
     for other in uses.get(part, {}):
         others = _public_tests(tests[other])
-        failed = [fn for (_, fn), (_, reason) in zip(others, _run(others, student)) if reason]
+        failed = [fn for (_, fn), (_, reason, _) in zip(others, _run(others, student)) if reason]
         if failed:
             failing[other] = set().union(*(notes.checked_names(fn) for fn in failed))
     lean = notes.leaning_on(part, uses, failing)
     passed, failures = 0, list(unloaded)
-    for what, reason in _run(_public_tests(tests[part]), student):
+    for what, reason, plain in _run(_public_tests(tests[part]), student):
+        reason = plain if lean and reason else reason        # a broken helper explains it, not a guess
         if reason is None:
             passed += 1
             print(f"  ok    {what}")

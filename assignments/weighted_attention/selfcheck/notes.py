@@ -109,6 +109,12 @@ def leaning_on(part: str | None, uses_of: dict, failing: dict[str, set[str]]) ->
             "first. (At grading, each part runs with the reference version of the other parts.)")
 
 
+def finding(exc: BaseException) -> str:
+    """What a failed check found, without its likely mistake: when a part this one uses fails its
+    own checks, that is the likely cause, and a guess from this part's numbers would mislead."""
+    return getattr(exc, "finding", None) or getattr(exc, "message", None) or str(exc)
+
+
 def closing(passed: int, failed: int, hidden: str) -> str:
     """The self-check's last line: where the student stands, and what grading adds."""
     if failed:
