@@ -316,13 +316,18 @@ def unchanged(student: Any, name: str, *args: Any, what: str | None = None) -> A
 
 def arrays(student: Any, name: str, *args: Any, what: str, pair: bool = False) -> Any:
     """Call ``name`` with plain lists, as the notebooks allow, and check it returns a numpy array
-    (with ``pair``, two of them); returns its answer."""
+    (with ``pair``, two of them); returns its answer. A call that fails is named a list problem
+    only when the same call with arrays works."""
     from selfcheck.student import StudentError
     try:
         got = getattr(student, name)(*args)
     except StudentError as exc:
         if exc.kind != "error" or exc.diagnosis:
             raise
+        try:
+            getattr(student, name)(*(np.asarray(a) for a in args))
+        except StudentError:
+            raise exc from None                 # it fails with arrays too: not about lists
         raise CheckFailed(f"{what}: the call with plain lists failed: {exc.message}",
                           f"{name} must accept anything np.asarray accepts: convert its inputs with np.asarray "
                           "first (a list has no @, .shape or .max)", "inputs-not-arrays") from None
