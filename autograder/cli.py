@@ -75,7 +75,7 @@ def _release(course):
 def cmd_release(course: config.Course, args: argparse.Namespace) -> int:
     if _release(course) is None:
         return 1
-    print(f"released {', '.join(a.id for a in course.assignments)} into assignments/")
+    print(f"released {', '.join(a.id for a in course.assignments)} into {os.path.join(course.root, 'assignments', '')}")
     return 0
 
 

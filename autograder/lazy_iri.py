@@ -9,11 +9,14 @@ the real module the first time anything of it is used, so answers are the same.
 
 The course's commands import it with ``autograder.nbgrader``; ``make`` also writes a ``.pth``
 file into the environment (:func:`install`) so that plain ``nbgrader`` and ``jupyter`` commands,
-which never import the course first, start as fast.
+which never import the course first, start as fast. That file holds :func:`defer`'s own source, not
+an import of this module: the course folder may belong to the grading account, and root's
+interpreters must never run a file that account can change.
 """
 
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import sysconfig
@@ -22,8 +25,6 @@ from typing import Any
 
 NAME = "rfc3987_syntax"
 PTH = "attention_course_lazy_iri.pth"
-# one line Python's site runs at every start; a failure (the course moved away) is silent
-LINE = 'import sys; exec("try:\\n import autograder.lazy_iri\\nexcept Exception:\\n pass")\n'
 
 
 def defer() -> None:
@@ -49,15 +50,19 @@ def defer() -> None:
     sys.modules[NAME] = stub
 
 
+def pth_line() -> str:
+    """The one line Python's site runs at every start: :func:`defer`, self-contained."""
+    code = (f"import importlib, importlib.util, sys, types\nfrom typing import Any\nNAME = {NAME!r}\n"
+            + inspect.getsource(defer) + "try:\n    defer()\nexcept Exception:\n    pass\n")
+    return f"import sys; exec({code!r}, {{}})\n"
+
+
 def install() -> str:
     """Write the ``.pth`` file into this interpreter's site-packages; returns its path."""
     path = os.path.join(sysconfig.get_paths()["purelib"], PTH)
     with open(path, "w") as fh:
-        fh.write(LINE)
+        fh.write(pth_line())
     return path
 
 
 defer()
-
-if __name__ == "__main__":
-    print(install())

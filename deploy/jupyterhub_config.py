@@ -248,7 +248,7 @@ def _extensions(role):
 try:
     DATA = share_corpus(course, os.path.join(sys.prefix, "share", "course-hub", course.course_id))
 except CorpusError as exc:
-    sys.exit(f"error: {exc} (README, 'On a JupyterHub', step 2)")
+    sys.exit(f"error: {exc} (docs/tutorials/jupyterhub.md, step 2)")
 
 
 def private_home(spawner):

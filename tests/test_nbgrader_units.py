@@ -591,7 +591,8 @@ def test_course_late_penalties_reads_course_yaml_again_once_it_changes(course_co
 def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_checked(tmp_path):
     """rfc3987_syntax builds its Lark grammars only when jsonschema first checks an IRI, and then
     answers as it does loaded up front: in the course's commands, and (the .pth file make writes)
-    in a plain interpreter of the environment, as nbgrader and jupyter run, from any folder."""
+    in a plain interpreter of the environment, as nbgrader and jupyter run, from any folder,
+    without importing the course's code (which the grading account may own: root runs the .pth)."""
     import subprocess
     import sys
     from autograder import lazy_iri
@@ -603,7 +604,8 @@ def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_check
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     said = [subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True).stdout
             for code, cwd in (("from autograder.nbgrader import apps; " + untouched + check, root),
-                              (untouched + check, tmp_path), (eager, tmp_path))]
+                              ("import sys; assert 'autograder' not in sys.modules; " + untouched + check, tmp_path),
+                              (eager, tmp_path))]
     assert said == ["True False False\n"] * 3
 
 
