@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -107,7 +108,12 @@ def _scratch() -> Iterator[str]:
         yield folder
     finally:
         tempfile.tempdir = before
-        shutil.rmtree(folder, ignore_errors=True)
+        # a Ctrl-C in the middle of the removal would leave the rest: it waits until it is done
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            shutil.rmtree(folder, ignore_errors=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def record_times(out: str, submissions: Sequence[grading.Task], records: Sequence[Submission]) -> None:
