@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -45,13 +46,13 @@ UNFINISHED = ".exporting"    # in results/: a batch graded, its gradebook and ex
 
 def grade(course: config.Course, submitted: str, out: str, jobs: int | None = None, force: bool = False,
           progress: Progress | None = None, cluster: str | None = None,
-          students: list[str] | None = None) -> grading.Batch:
+          students: list[str] | None = None, timings: dict[str, float] | None = None) -> grading.Batch:
     """Grade ``submitted`` into ``out``; returns the :class:`grading.Batch`.
 
     Only submissions that changed (or whose grader or suites changed) are graded, unless
     ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one; on the
     Dask scheduler at ``cluster`` when given (autograder/cluster.py). ``students`` (ids) grades
-    theirs alone. A forced batch that was interrupted is finished by the next run: what it had
+    theirs alone; ``timings``, when given, gets each stage's wall seconds (bench/term.py). A forced batch that was interrupted is finished by the next run: what it had
     not reached is graded even when unchanged. The exports are made from every current record
     of ``out``, not only this batch's, so grading part of a class never drops the rest."""
     if cluster:                  # a plain tcp:// address stops before anything is read or written
@@ -78,7 +79,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
         from autograder import cluster as dask_cluster
         executor = dask_cluster.connect(course, cluster)
     try:
-        with _scratch():
+        with _scratch(), timed(timings, "grading"):
             batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
                                       force=force, submitted=submitted, refused=refused, executor=executor,
                                       forced_since=forced_since)
@@ -91,10 +92,22 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     with store.replacing(os.path.join(out, "results", UNFINISHED)) as fh:   # gone once stage 6 is done
         fh.write(store.now())
     record_times(out, submissions, batch.records)
-    batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
-    batch.warnings += export(course, out, store.load_results(out))                      # 5, 6
+    with timed(timings, "gradebook"):
+        batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
+    batch.warnings += export(course, out, store.load_results(out), timings)             # 5, 6
     os.remove(os.path.join(out, "results", UNFINISHED))
     return batch
+
+
+@contextlib.contextmanager
+def timed(timings: dict[str, float] | None, stage: str) -> Iterator[None]:
+    """Add the block's wall seconds to ``timings[stage]`` (nothing when ``timings`` is None)."""
+    started = time.perf_counter()
+    try:
+        yield
+    finally:
+        if timings is not None:
+            timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - started
 
 
 @contextlib.contextmanager
@@ -158,8 +171,9 @@ def _require_corpus(course, submissions):
 
 def to_gradebook(course: config.Course, submitted: str, out: str, submissions: Sequence[grading.Task],
                  batch: grading.Batch, redo: bool = False) -> list[str]:
-    """Stage 4: nbgrader's autograde of every assignment with new results (every one when
-    ``redo``: the last batch stopped before its exports were done); returns warnings.
+    """Stage 4: nbgrader's autograde of the submissions with new results, the others left as the
+    gradebook holds them (every one staged when ``redo``: the last batch stopped before its
+    exports were done); returns warnings.
 
     A submission the grader failed on is not staged at all (nothing about that student may be
     recorded, not even a 0); one that could not be read is staged as the released stub, so
@@ -170,51 +184,56 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
     by_key = {r.key: r for r in batch.records}
     warnings = []
     for assignment in course.assignments:
-        mine = [task for task in submissions if task.assignment == assignment.id]
-        autograded = [os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)
-                      for task in mine]
-        if not mine or (not redo and not any(task.key in fresh for task in mine)
-                        and all(os.path.exists(p) for p in autograded)):
-            continue      # the gradebook already holds these very results
+        # the gradebook already holds the results of the rest, and their autograded notebooks
+        todo = [task for task in submissions if task.assignment == assignment.id and (
+            redo or task.key in fresh
+            or not os.path.exists(os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)))]
+        if not todo:
+            continue
         apps.register(course, assignment, out)
-        for task in mine:
+        for task in todo:
             if not by_key[task.key].grader_error:
                 left_out = staging.stage(course, submitted, out, task.student, assignment)
                 if left_out:
                     batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
         try:
-            apps.autograde(course, assignment, out)
+            apps.autograde(course, assignment, out, only=None if redo else {task.student for task in todo})
         except NbgraderError as exc:
             warnings.append(str(exc))
     return warnings
 
 
-def export(course: config.Course, out: str, records: Sequence[Submission]) -> list[str]:
+def export(course: config.Course, out: str, records: Sequence[Submission],
+           timings: dict[str, float] | None = None) -> list[str]:
     """Stages 5 and 6: every export and the feedback pages, from ``records`` and the gradebook.
 
     Each stands alone: one that fails becomes a warning and the others are still written.
     Returns the warnings; raises CourseError, writing nothing, when ``out``'s own gradebook
-    is not the one course.yaml's ``db_url`` names (its hand grades would be lost)."""
+    is not the one course.yaml's ``db_url`` names (its hand grades would be lost). ``timings``
+    gets each step's wall seconds, as :func:`grade`'s does."""
     from autograder.nbgrader import answers, apps, gradebook as nbgrader_gradebook
     lost = nbgrader_gradebook.stranded(course, out)
     if lost:
         raise CourseError(lost)
     warnings = []
     try:
-        gradebook = nbgrader_gradebook.scores(course, out)
+        with timed(timings, "reading the gradebook"):
+            gradebook = nbgrader_gradebook.scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
     try:
-        answers.add_answers(course, out, gradebook)
+        with timed(timings, "written answers"):
+            answers.add_answers(course, out, gradebook)
     except Exception as exc:  # noqa: BLE001 - the feedback pages without the answers are still worth having
         warnings.append(f"the written answers could not be read ({exc}); the feedback pages leave them out")
-    assess_late(course, out, records, gradebook)
-    if gradebook:
-        try:
-            nbgrader_gradebook.write_late(course, out, records)
-        except Exception as exc:  # noqa: BLE001 - the course's own exports still carry the penalty
-            warnings.append(f"the late penalties could not be written into nbgrader's gradebook ({exc})")
+    with timed(timings, "late penalties"):
+        assess_late(course, out, records, gradebook)
+        if gradebook:
+            try:
+                nbgrader_gradebook.write_late(course, out, records)
+            except Exception as exc:  # noqa: BLE001 - the course's own exports still carry the penalty
+                warnings.append(f"the late penalties could not be written into nbgrader's gradebook ({exc})")
     try:
         people = roster.load(course)
     except CourseError as exc:
@@ -231,7 +250,8 @@ def export(course: config.Course, out: str, records: Sequence[Submission]) -> li
               ("report", lambda: cohort_page.write(course, out, records, gradebook=gradebook)))
     for name, write in stages:
         try:
-            write()
+            with timed(timings, f"{name} export"):
+                write()
         except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
             warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
     return warnings

@@ -209,11 +209,17 @@ def test_a_moved_deadline_and_a_new_extension_change_exactly_those_totals_at_reg
 @pytest.mark.slow
 def test_one_students_regrade_grades_them_alone_and_every_export_keeps_the_class(term, capsys):
     course, out, _ = term
+    assignment = course.assignments[0]
+    autograded = {s: out / "autograded" / s / assignment.id / assignment.notebook for s in COHORT}
+    before = {s: path.stat().st_mtime_ns for s, path in autograded.items() if path.exists()}
     capsys.readouterr()
     args = ["--config", course.path, "grade", str(out / "submitted"), "--out", str(out), "--force"]
     assert cli.main(args + ["--student", "late", "--student", "grace"]) == 0
     said = capsys.readouterr().out
     assert "graded now: 2" in said
+    # nbgrader autograded their notebooks alone: a regrade of one costs the same in any class
+    changed = {s for s, path in autograded.items() if path.stat().st_mtime_ns != before.get(s)}
+    assert changed == {"late", "grace"}, changed
     assert {r["student_id"] for r in _csv(out / "totals.csv")} == set(COHORT)
     assert {r["student"] for r in _csv(out / "parts.csv")} == set(COHORT)
     assert {r["student_id"] for r in _csv(out / "grades.csv")} >= set(COHORT)

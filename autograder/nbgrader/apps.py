@@ -11,7 +11,7 @@ import os
 import re
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 from nbgrader.api import Gradebook
 from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - loads the plugin machinery
@@ -97,10 +97,17 @@ def register(course: Course, assignment: Assignment, out: str) -> None:
         generate(course, assignment, release_dir=scratch, out=out)
 
 
-def autograde(course: Course, assignment: Assignment, out: str, student_id: str = "*") -> None:
-    """nbgrader autograde of results `course grade` has just written (none is graded again)."""
+def autograde(course: Course, assignment: Assignment, out: str, student_id: str = "*",
+              only: Collection[str] | None = None) -> None:
+    """nbgrader autograde of results `course grade` has just written (none is graded again):
+    of the students ``student_id`` matches, or of ``only`` these (nbgrader's ``student_id_exclude``
+    names every other student staged in ``out/submitted``; a regrade of one student reads one)."""
     cfg = settings(course, out)
     cfg.ApplyResults.course_yaml = ""
+    staged = os.path.join(out, "submitted")
+    others = sorted(set(os.listdir(staged) if os.path.isdir(staged) else ()) - set(only or ()))
+    if only is not None and not any("," in sid for sid in [*only, *others]):  # a comma would split an id
+        cfg.CourseDirectory.student_id_exclude = ",".join(others)
     _run(SafeAutograde, cfg, assignment.id, student_id, force=True, create_student=True)
 
 

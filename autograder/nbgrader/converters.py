@@ -28,6 +28,7 @@ from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's s
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder import handin
 from autograder.nbgrader import staging
+from autograder.nbgrader.settings import excluded_students
 
 
 class _Staged(BaseConverter):
@@ -50,8 +51,9 @@ class _Staged(BaseConverter):
             if os.path.isdir(base):
                 with handin.folder(base) as fd:
                     students = handin.entries(fd)
+                excluded = excluded_students(self.coursedir)
                 for student, kind in sorted(students.items()):
-                    if (student.startswith(".") or kind not in ("folder", "link")
+                    if (student.startswith(".") or kind not in ("folder", "link") or student in excluded
                             or not fnmatch.fnmatchcase(student, self.coursedir.student_id)):
                         continue
                     why = "a symbolic link" if kind == "link" else student_id_problem(student)

@@ -24,20 +24,24 @@ from nbgrader import api
 from nbgrader.api import BaseCell, Grade, Gradebook, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.coursedir import CourseDirectory
 
+from autograder.nbgrader.settings import excluded_students
+
 Key = tuple[str, str, str]        # (student, notebook, grade id)
 
 
-def _hand_graded(gb: Gradebook, assignment: str, students: str) -> dict[Key, Grade]:
-    """Every grade of ``assignment`` that has a hand score, of the students ``students`` (a glob) matches."""
+def _hand_graded(gb: Gradebook, coursedir: CourseDirectory) -> dict[Key, Grade]:
+    """Every grade of the assignment that has a hand score, of the students autograde reads
+    (``student_id``, a glob, matches them and ``student_id_exclude`` does not name them)."""
+    students, excluded = coursedir.student_id or "*", excluded_students(coursedir)
     rows = (gb.db.query(Grade, BaseCell.name, Notebook.name, SubmittedAssignment.student_id)
             .join(BaseCell, BaseCell.id == Grade.cell_id)
             .join(SubmittedNotebook, SubmittedNotebook.id == Grade.notebook_id)
             .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
             .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
             .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
-            .filter(api.Assignment.name == assignment, Grade.manual_score.isnot(None)))
+            .filter(api.Assignment.name == coursedir.assignment_id, Grade.manual_score.isnot(None)))
     return {(student, notebook, cell): grade for grade, cell, notebook, student in rows
-            if fnmatch.fnmatchcase(student, students)}
+            if student not in excluded and fnmatch.fnmatchcase(student, students)}
 
 
 def _answers(coursedir: CourseDirectory, assignment: str, student: str, notebook: str) -> dict[str, str]:
@@ -73,9 +77,7 @@ def _as_graded(coursedir: CourseDirectory, assignment: str, grades: dict[Key, Gr
 def before(coursedir: CourseDirectory) -> dict[Key, Any]:
     """Before autograde: each hand grade the TA has finished (not flagged), with what it was given for."""
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        done = {key: grade for key, grade in _hand_graded(gb, coursedir.assignment_id,
-                                                          coursedir.student_id or "*").items()
-                if not grade.needs_manual_grade}
+        done = {key: grade for key, grade in _hand_graded(gb, coursedir).items() if not grade.needs_manual_grade}
         return {key: seen for key, seen in _as_graded(coursedir, coursedir.assignment_id, done).items()
                 if seen[1] is not None}
 
@@ -85,8 +87,7 @@ def after(coursedir: CourseDirectory, finished: dict[Key, Any]) -> None:
     if not finished:
         return
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        now = {key: grade for key, grade in _hand_graded(gb, coursedir.assignment_id,
-                                                         coursedir.student_id or "*").items()
+        now = {key: grade for key, grade in _hand_graded(gb, coursedir).items()
                if key in finished and grade.needs_manual_grade}
         for key, seen in _as_graded(coursedir, coursedir.assignment_id, now).items():
             if seen == finished[key]:

@@ -52,7 +52,7 @@ from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder import handin, submission_time, untrusted
-from autograder.nbgrader.settings import REFUSED_STEPS
+from autograder.nbgrader.settings import REFUSED_STEPS, excluded_students
 
 _RANDOM = re.compile(r"[A-Za-z0-9_-]{1,64}")    # nbgrader's submit: 9 random bytes, URL-safe base64
 
@@ -289,7 +289,7 @@ class SafeReleaseFeedback(ExchangeReleaseFeedback):
         return (None, f"{handin.SECRET} {why}") if why else (secret, None)
 
     def copy_files(self) -> None:
-        excluded = set(filter(None, (self.coursedir.student_id_exclude or "").split(",")))
+        excluded = excluded_students(self.coursedir)
         pattern = re.escape(os.path.sep).join([
             self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
                                        self.coursedir.assignment_id, escape=True),
