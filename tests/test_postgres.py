@@ -1,69 +1,33 @@
-"""The gradebook on PostgreSQL (course.yaml's db_url): a throwaway server, and every number the
-same as with the embedded SQLite gradebook.
+"""The gradebook on PostgreSQL (course.yaml's db_url): a throwaway server
+(tests/postgres_server.py), and every number the same as with the embedded SQLite gradebook."""
 
-The server runs as an unprivileged user (PostgreSQL refuses root) on a unix socket in a
-temporary folder, never on a network port.
-"""
-
-import contextlib
 import csv
 import glob
 import os
-import pwd
 import shutil
 import subprocess
 import sys
-import tempfile
 
 import pytest
 
 from autograder import cli, pipeline, store
 from autograder.nbgrader import gradebook
 
+import postgres_server  # noqa: E402 - tests/postgres_server.py
 from test_batch import _small_cohort  # noqa: E402
 
 pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)
 
 
-def _initdb():
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb")) or [shutil.which("initdb")]
-    return os.path.dirname(found[-1]) if found[-1] else None
-
-
 @pytest.fixture(scope="module")
 def postgres():
     """A PostgreSQL server for this module: the SQLAlchemy URL of an empty database on it."""
-    pytest.importorskip("psycopg2", reason="psycopg2 is not installed: pip install -e '.[postgres]' "
-                                           "(make test does)")
-    pg = _initdb()
-    if pg is None:
-        pytest.skip("PostgreSQL is not installed (make test installs Debian's postgresql when root)")
-    user = "nobody" if os.geteuid() == 0 else None
-    folder = tempfile.mkdtemp(prefix="course-pg-")
-    os.chmod(folder, 0o755)
-    data, socket_dir = os.path.join(folder, "data"), os.path.join(folder, "socket")
-    os.makedirs(socket_dir)
-    if user:
-        entry = pwd.getpwnam(user)
-        for path in (folder, socket_dir):
-            os.chown(path, entry.pw_uid, entry.pw_gid)
-
-    def run(*argv):
-        cmd = (["runuser", "-u", user, "--"] if user else []) + list(argv)
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=folder)
-        assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
-
-    run(os.path.join(pg, "initdb"), "-D", data, "-U", "grader", "--auth=trust", "-E", "UTF8")
-    run(os.path.join(pg, "pg_ctl"), "-D", data, "-w", "-l", os.path.join(folder, "server.log"),
-        "-o", f"-k {socket_dir} -c listen_addresses=''", "start")
-    try:
-        run(os.path.join(pg, "createdb"), "-h", socket_dir, "-U", "grader", "gradebook")
-        yield f"postgresql+psycopg2://grader@/gradebook?host={socket_dir}"
-    finally:
-        with contextlib.suppress(AssertionError):
-            run(os.path.join(pg, "pg_ctl"), "-D", data, "-m", "immediate", "stop")
-        shutil.rmtree(folder, ignore_errors=True)
+    why = postgres_server.usable()
+    if why:
+        pytest.skip(why)
+    with postgres_server.server() as make_database:
+        yield make_database("gradebook")
 
 
 def _rows(path, drop=()):
