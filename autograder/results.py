@@ -10,6 +10,7 @@ its ``graded_at``).
 """
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 
 from selfcheck.causes import said
@@ -137,7 +138,12 @@ class Submission:
             raise ValueError(f"not a result record ({type(exc).__name__}: {exc})") from None
 
 
+@functools.cache
+def _names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
 def _known(cls, data):
     """The items of ``data`` that are fields of ``cls`` (a newer grader's extra keys are left out)."""
-    names = {f.name for f in dataclasses.fields(cls)}
+    names = _names(cls)
     return {k: v for k, v in data.items() if k in names}

@@ -53,7 +53,7 @@ def history(course: Course, out: str, student: str) -> str:
     and what changed."""
     from autograder.nbgrader import gradebook as nbgrader_gradebook
     try:
-        scores = nbgrader_gradebook.scores(course, out)
+        scores = nbgrader_gradebook.scores(course, out, student)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
         scores = {}
     lines = []
@@ -102,8 +102,9 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         tasks = grading.find_submissions(course, submitted)
     except NoSubmissions:
         tasks = []
+    grader = versions.grader_version()
     ungraded = [f"  {t.student}/{t.assignment}: {why}" for t in tasks
-                if (why := versions.stale(course, by_key.get(t.key), t.path))]
+                if (why := versions.stale(course, by_key.get(t.key), t.path, grader))]
     try:
         scores = nbgrader_gradebook.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
