@@ -88,13 +88,20 @@ def fill_gradebook(course: Course, out: str, roster: dict[str, Student]) -> None
     """Put the roster's names and emails in nbgrader's student table of ``out``'s gradebook."""
     if not roster:
         return
-    from nbgrader.api import Gradebook
+    from nbgrader.api import Gradebook, Student as GradebookStudent
 
     from autograder.nbgrader.settings import settings
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        known = {s.id: s for s in gb.db.query(GradebookStudent)}       # one query and one commit, not one of each a student
         for entry in roster.values():
-            gb.update_or_create_student(entry.id, first_name=entry.first_name or None,
-                                        last_name=entry.last_name or None, email=entry.email or None)
+            names = {"first_name": entry.first_name or None, "last_name": entry.last_name or None,
+                     "email": entry.email or None}
+            if entry.id in known:
+                for key, value in names.items():
+                    setattr(known[entry.id], key, value)
+            else:
+                gb.db.add(GradebookStudent(id=entry.id, **names))
+        gb.db.commit()
 
 
 def _close(student: str, among: set[str]) -> str:
