@@ -187,6 +187,29 @@ def test_three_students_sharing_one_copy_are_flagged_as_one_group(course, tmp_pa
     assert found["similarity"] == {"anna & ben", "anna & chloe", "ben & chloe"}
 
 
+def test_each_hand_in_is_read_once_for_the_comparison_and_again_once_it_changes(course, tmp_path, monkeypatch):
+    """The cohort report keeps each hand-in's fingerprints in the grading folder: made again, it
+    reads no notebook and flags the same copy; a changed notebook is read again, and it alone."""
+    assignment = course.assignment("attention")
+    hand_ins = dict(_catalogued(course, assignment)[:5])
+    hand_ins["anna"] = cohort.solved(course, assignment, DISTINCTIVE)
+    hand_ins["ben"] = cohort.solved(course, assignment, _near_copy(DISTINCTIVE))
+    submitted = tmp_path / "submitted"
+    for student, nb in hand_ins.items():
+        cohort.write(nb, str(submitted), student, assignment)
+    read, real = [], cohort_analysis._document
+    monkeypatch.setattr(cohort_analysis, "_document", lambda how, key, *rest: read.append(key[0]) or real(how, key, *rest))
+
+    def flagged():
+        groups, _ = cohort_analysis.similar_groups(course, assignment, sorted(hand_ins), str(submitted), str(tmp_path))
+        return [[student for student, _ in group.members] for group in groups]
+    assert flagged() == [["anna", "ben"]] and sorted(read) == sorted(hand_ins)
+    read.clear()
+    assert flagged() == [["anna", "ben"]] and read == []
+    cohort.write(_catalogued(course, assignment)[6][1], str(submitted), "ben", assignment)   # ben's own work now
+    assert flagged() == [] and read == ["ben"]
+
+
 def test_what_a_large_share_of_the_class_or_the_known_solutions_hold_is_no_evidence(course):
     """A copy held by a tenth of a large class is the obvious way to write it; one held by ten
     is not; two hand-ins of a catalogued correct variant wrote it a known way."""

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from autograder import cohort, grading, handin, late, similarity
 from autograder.reporting.exports import scored, write_csv
+from autograder.reporting.similarity_cache import LEFT_OUT, Cache
 from autograder.results import GRADER_ERROR
 from selfcheck.program import NotebookError, parse_notebook, read_notebook
 from selfcheck.wire import clean_text
@@ -76,26 +77,41 @@ def reader(spec: Assignment, release: dict) -> Callable[[tuple, dict], similarit
 
 
 def submitted_documents(spec: Assignment, students: Iterable[str], submitted: str,
-                        release: dict) -> list[similarity.Document]:
+                        release: dict, cache: Cache | None = None) -> list[similarity.Document]:
     """similarity.Documents of each student's hand-in of assignment ``spec`` under ``submitted``,
     read as grading reads it; a hand-in grading could not read is left out (the not-graded table
-    says why), one the comparison cannot read says so."""
+    says why), one the comparison cannot read says so. Each notebook ``cache`` has read before
+    is not read again."""
     read = reader(spec, release)
     docs = []
     for student in students:
         key = (student, spec.id)
         path = os.path.join(submitted, student, spec.id, spec.notebook)
         try:
-            nb = parse_notebook(handin.read_submission(path))
+            raw = handin.read_submission(path)
         except (NotebookError, OSError):
             continue
-        if grading.which_notebook(nb, release):
-            continue        # graded as not this assignment's notebook: none of it runs
-        try:
-            docs.append(read(key, nb))
-        except Exception as exc:  # noqa: BLE001 - one hand-in the comparison cannot read never stops the report
-            docs.append(similarity.Document(key, unread=f"the comparison could not read it ({type(exc).__name__})"))
+        found = cache.get(raw, key) if cache else None
+        if found is None:
+            found = _document(read, key, raw, release)
+            if cache:
+                cache.put(raw, found)
+        if found != LEFT_OUT:
+            docs.append(found)
     return docs
+
+
+def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similarity.Document | str:
+    try:
+        nb = parse_notebook(raw)
+    except NotebookError:
+        return LEFT_OUT
+    if grading.which_notebook(nb, release):
+        return LEFT_OUT     # graded as not this assignment's notebook: none of it runs
+    try:
+        return read(key, nb)
+    except Exception as exc:  # noqa: BLE001 - one hand-in the comparison cannot read never stops the report
+        return similarity.Document(key, unread=f"the comparison could not read it ({type(exc).__name__})")
 
 
 def known_documents(course: Course, spec: Assignment, release: dict) -> list[similarity.Document]:
@@ -111,11 +127,12 @@ def known_documents(course: Course, spec: Assignment, release: dict) -> list[sim
     return [read(("known", spec.id), nb) for nb in ways]
 
 
-def similar_groups(course: Course, spec: Assignment, students: Iterable[str],
-                   submitted: str) -> tuple[list[similarity.Group], list[similarity.Document]]:
-    """(groups of similar hand-ins, every Document compared or not) of assignment ``spec``."""
+def similar_groups(course: Course, spec: Assignment, students: Iterable[str], submitted: str,
+                   out: str | None = None) -> tuple[list[similarity.Group], list[similarity.Document]]:
+    """(groups of similar hand-ins, every Document compared or not) of assignment ``spec``; the
+    Documents kept in the grading folder ``out`` (:mod:`similarity_cache`) when given."""
     release = read_notebook(course.release(spec, spec.notebook))
-    docs = submitted_documents(spec, students, submitted, release)
+    docs = submitted_documents(spec, students, submitted, release, Cache(out, spec.id, release) if out else None)
     pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release))
     return similarity.groups(pairs), docs
 
@@ -131,10 +148,11 @@ def group_row(assignment: str, group: similarity.Group) -> dict:
 
 
 def analyse(course: Course, records: Collection[Submission], submitted: str | None = None,
-            gradebook: Mapping | None = None) -> Report:
+            gradebook: Mapping | None = None, out: str | None = None) -> Report:
     """The Report of a cohort's records (of the course's assignments); ``submitted`` (their
     notebooks) adds similarity flags, ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`)
-    the parts' scores set by hand, which the histograms count as the exports do."""
+    the parts' scores set by hand, which the histograms count as the exports do; ``out``, the
+    grading folder, keeps each hand-in's fingerprints for the next time."""
     gradebook = gradebook or {}
     report = Report()
     for spec in course.assignments:
@@ -183,7 +201,7 @@ def analyse(course: Course, records: Collection[Submission], submitted: str | No
             if record.seconds is not None:
                 report.rows.append(_row("time", assignment, "", record.student, value=record.seconds))
         if submitted:
-            groups, docs = similar_groups(course, spec, [r.student for r in mine], submitted)
+            groups, docs = similar_groups(course, spec, [r.student for r in mine], submitted, out)
             report.groups[assignment] = groups
             for doc in docs:
                 if doc.unread:

@@ -107,7 +107,7 @@ def write(course: Course, out: str, records: Collection[Submission], submitted: 
     The submissions are read from ``submitted``, else from where the last batch read them;
     ``gradebook`` adds the scores set by hand in formgrader."""
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
-    report = analyse(course, records, submitted if os.path.isdir(submitted) else None, gradebook)
+    report = analyse(course, records, submitted if os.path.isdir(submitted) else None, gradebook, out)
     write_rows(out, report)
     path = os.path.join(out, HTML)
     with store.replacing(path, encoding="utf-8", errors="replace") as fh:
