@@ -139,7 +139,7 @@ class Submission:
 
 
 @functools.cache
-def _names(cls) -> frozenset[str]:
+def _names(cls: type) -> frozenset[str]:
     return frozenset(f.name for f in dataclasses.fields(cls))
 
 

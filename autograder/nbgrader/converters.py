@@ -28,7 +28,7 @@ from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's s
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder import handin
 from autograder.nbgrader import staging
-from autograder.nbgrader.settings import excluded_students
+from autograder.nbgrader.staging import excluded_students
 
 
 class _Staged(BaseConverter):

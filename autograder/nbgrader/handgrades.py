@@ -24,7 +24,7 @@ from nbgrader import api
 from nbgrader.api import BaseCell, Grade, Gradebook, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.nbgrader.settings import excluded_students
+from autograder.nbgrader.staging import excluded_students
 
 Key = tuple[str, str, str]        # (student, notebook, grade id)
 

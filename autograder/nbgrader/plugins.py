@@ -52,7 +52,8 @@ from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder import handin, submission_time, untrusted
-from autograder.nbgrader.settings import REFUSED_STEPS, excluded_students
+from autograder.nbgrader.settings import REFUSED_STEPS
+from autograder.nbgrader.staging import excluded_students
 
 _RANDOM = re.compile(r"[A-Za-z0-9_-]{1,64}")    # nbgrader's submit: 9 random bytes, URL-safe base64
 

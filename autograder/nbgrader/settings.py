@@ -154,7 +154,3 @@ def write_course_folder(course: Course, out: str) -> None:
                  f"          course_yaml={os.path.abspath(course.path)!r}"
                  + ("" if keep else f",\n          {folders.KEEP}") + ")\n")
 
-
-def excluded_students(coursedir: object) -> set[str]:
-    """The student ids nbgrader's ``student_id_exclude`` names (comma-separated), as nbgrader reads it."""
-    return set(filter(None, (getattr(coursedir, "student_id_exclude", "") or "").split(",")))

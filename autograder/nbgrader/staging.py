@@ -173,3 +173,8 @@ def stage(course: Course, submitted: str, out: str, student: str, assignment: As
                 files[assignment.notebook] = fh.read()
         write(dest, files)
     return left_out
+
+
+def excluded_students(coursedir: object) -> set[str]:
+    """The student ids nbgrader's ``student_id_exclude`` names (comma-separated), as nbgrader reads it."""
+    return set(filter(None, (getattr(coursedir, "student_id_exclude", "") or "").split(",")))

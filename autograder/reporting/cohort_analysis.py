@@ -96,7 +96,7 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
             found = _document(read, key, raw, release)
             if cache:
                 cache.put(raw, found)
-        if found != LEFT_OUT:
+        if isinstance(found, similarity.Document):
             docs.append(found)
     return docs
 
