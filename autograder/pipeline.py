@@ -222,11 +222,12 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
-    try:
-        with timed(timings, "written answers"):
-            answers.add_answers(course, out, gradebook)
-    except Exception as exc:  # noqa: BLE001 - the feedback pages without the answers are still worth having
-        warnings.append(f"the written answers could not be read ({exc}); the feedback pages leave them out")
+
+    def add_answers(keys):
+        try:
+            answers.add_answers(course, out, gradebook, keys)
+        except Exception as exc:  # noqa: BLE001 - the feedback pages without the answers are still worth having
+            warnings.append(f"the written answers could not be read ({exc}); the feedback pages leave them out")
     with timed(timings, "late penalties"):
         assess_late(course, out, records, gradebook)
         if gradebook:
@@ -246,7 +247,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
               ("LMS", lambda: lms.write(out, course, exports.totals(course, records, gradebook), people)),
               ("nbgrader", lambda: apps.export(course, out)),
-              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook)),
+              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook, add_answers)),
               ("report", lambda: cohort_page.write(course, out, records, gradebook=gradebook)))
     for name, write in stages:
         try:

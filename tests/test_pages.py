@@ -2,6 +2,7 @@
 code holds, it is in the page's text, never in its markup (autoescaped templates), and the page
 needs nothing outside itself. Records and hand-ins are made here, never graded."""
 
+import dataclasses
 from html.parser import HTMLParser
 
 import pytest
@@ -125,3 +126,26 @@ def test_a_histogram_is_laid_out_to_scale_with_whole_counts():
     assert [x for x, _ in h.xticks] == [h.left, *[x for x, _ in h.xticks][1:-1], h.right]
     same = histograms.seconds([2.0, 2.0])
     assert sum(b.height > 0 for b in same.bars) == 1 and [label for _, label in same.yticks][-1] == "2"
+
+
+def test_an_export_draws_again_only_the_pages_whose_record_or_hand_grades_changed(course, tmp_path):
+    """An export after one student's regrade draws that student's page alone; a TA's new hand
+    grade redraws the page it is on; a change to course.yaml's reading redraws every one."""
+    records = [_record(student, CHECKS) for student in ("ann", "ben", "cat")]
+    gradebook = {r.key: {"written": {"answer_selection": {"score": 0.0, "max_score": 1.0, "graded": False}}}
+                 for r in records}
+    asked = []
+
+    def drawn(records, gradebook, course=course):
+        before = {p: p.stat().st_mtime_ns for p in (tmp_path / "reports").glob("*/*.html")}
+        asked.clear()
+        feedback.write_feedback(str(tmp_path), records, course, gradebook, asked.extend)
+        return sorted(p.parent.name for p in (tmp_path / "reports").glob("*/*.html")
+                      if before.get(p) != p.stat().st_mtime_ns)
+    assert drawn(records, gradebook) == ["ann", "ben", "cat"] and len(asked) == 3
+    assert drawn(records, gradebook) == [] and asked == []
+    records[1] = dataclasses.replace(records[1], graded_at="later")
+    gradebook[records[2].key]["written"]["answer_selection"].update(score=1.0, graded=True)
+    assert drawn(records, gradebook) == ["ben", "cat"] and asked == [records[1].key, records[2].key]
+    assert "1 / 1" in (tmp_path / "reports" / "cat" / "attention.html").read_text()
+    assert drawn(records, gradebook, None) == ["ann", "ben", "cat"]

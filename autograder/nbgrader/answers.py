@@ -8,7 +8,7 @@ page loads nothing: an image the answer links to on the web is a note naming it.
 """
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import nbformat
 
@@ -41,12 +41,15 @@ def written_answers(course: Course, out: str, student: str, assignment_id: str) 
     return {gid: inline_images_only(cell.source) for gid, cell in zip(cells, clean.cells)}
 
 
-def add_answers(course: Course, out: str, gradebook: Mapping[tuple[str, str], dict]) -> None:
-    """Each hand-graded answer of ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`)
-    given its ``answer``: the HTML of :func:`written_answers`, or "" when there is none."""
-    for (student, assignment_id), entry in gradebook.items():
+def add_answers(course: Course, out: str, gradebook: Mapping[tuple[str, str], dict],
+                keys: Iterable[tuple[str, str]] | None = None) -> None:
+    """Each hand-graded answer of ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`), of
+    the (student, assignment) ``keys`` when given, given its ``answer``: the HTML of
+    :func:`written_answers`, or "" when there is none."""
+    for key in gradebook if keys is None else keys:
+        entry = gradebook.get(key) or {}
         if not entry.get("written"):
             continue
-        found = written_answers(course, out, student, assignment_id)
+        found = written_answers(course, out, *key)
         for cell, written in entry["written"].items():
             written["answer"] = found.get(cell, "")

@@ -8,11 +8,15 @@ through it, because neither is in a record. The markup is ``templates/feedback.h
 
 from __future__ import annotations
 
+import contextlib
+import glob
+import hashlib
+import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from autograder import late
+from autograder import late, store, versions
 from autograder.reporting import pages
 from autograder.reporting.exports import scored
 
@@ -88,14 +92,62 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
                         parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
 
 
+PAGES = ".made_from.json"      # in reports/: what each page was made from (a dot name: no student id)
+_DRAWN_BY = ("feedback.py", "pages.py", "exports.py", os.path.join("templates", "*.html"))
+
+
+def _drawn_by(course: Course | None) -> str:
+    """A hash of course.yaml and of the code and templates that draw a page."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    files = sorted(f for pattern in _DRAWN_BY for f in glob.glob(os.path.join(here, pattern)))
+    files += [late.__file__] + ([course.path] if course is not None else [])
+    return versions.file_hash(*files)
+
+
+def _made_from(out: str, record: Submission, entry: Mapping, drawn_by: str, course: Course | None) -> str:
+    """What a page shows, as a hash: its record, its gradebook entry, the autograded notebook its
+    written answers come from (by its inode, size and time), and what draws it."""
+    seen = None
+    if course is not None:
+        notebook = course.assignment(record.assignment).notebook
+        with contextlib.suppress(OSError):
+            info = os.stat(os.path.join(out, "autograded", record.student, record.assignment, notebook))
+            seen = [info.st_ino, info.st_size, info.st_mtime_ns]
+    made = json.dumps([record.to_json(), entry, seen, drawn_by], sort_keys=True, default=str)
+    return hashlib.sha256(made.encode()).hexdigest()
+
+
 def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,
-                   gradebook: Mapping | None = None) -> str:
-    """reports/<student>/<assignment>.html under ``out`` for each record; returns the folder."""
+                   gradebook: Mapping | None = None,
+                   add_answers: Callable[[list[tuple[str, str]]], None] | None = None) -> str:
+    """reports/<student>/<assignment>.html under ``out`` for each record; returns the folder.
+
+    A page whose record, gradebook entry, autograded notebook and drawing code are what it was
+    made from is left as it is (``reports/.made_from.json``): an export after one student's
+    regrade draws that student's pages alone. ``add_answers(keys)`` puts the written answers of
+    the pages drawn into their gradebook entries first (:func:`autograder.nbgrader.answers.add_answers`)."""
     folder = os.path.join(out, "reports")
+    gradebook = gradebook or {}
+    try:
+        with open(os.path.join(folder, PAGES), encoding="utf-8") as fh:
+            before = json.load(fh)
+    except (OSError, ValueError):
+        before = {}
+    drawn_by, now, todo = _drawn_by(course), {}, []
     for record in records:
-        nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
+        name = f"{record.student}/{record.assignment}"
+        now[name] = _made_from(out, record, gradebook.get(record.key, {}), drawn_by, course)
+        if before.get(name) != now[name] or not os.path.exists(os.path.join(folder, f"{name}.html")):
+            todo.append(record)
+    if add_answers and todo:
+        add_answers([record.key for record in todo])
+    for record in todo:
+        nbgrader = gradebook.get(record.key, {})
         path = os.path.join(folder, record.student, f"{record.assignment}.html")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8", errors="replace") as fh:
+        with store.replacing(path, encoding="utf-8", errors="replace") as fh:
             fh.write(feedback_page(record, course, nbgrader.get("written"), nbgrader.get("overrides")))
+    os.makedirs(folder, exist_ok=True)
+    with store.replacing(os.path.join(folder, PAGES), encoding="utf-8") as fh:
+        json.dump(now, fh)
     return folder

@@ -35,6 +35,9 @@ OUTPUTS: tuple[Output, ...] = (
     Output("feedback", "reports/<student>/<assignment>.html", "",
            "one self-contained page per student and assignment: scores, what each failing check tested, "
            "the likely mistake, late penalty and hand grades; never hidden test source"),
+    Output("", "reports/.made_from.json", "",
+           "what each feedback page was drawn from, as a hash: an export draws again only the pages whose "
+           "record, hand grades or drawing code changed; safe to delete (every page is then drawn again)"),
     Output("report", "cohort_report.html", "the cohort's mistakes and similarity flags",
            "the cohort report for the instructor: score histograms, mistakes, hardest checks, not graded, "
            "time, similarity"),
@@ -46,6 +49,9 @@ OUTPUTS: tuple[Output, ...] = (
            "penalty: the one source of every autograded score"),
     Output("", "results/<student>/history/<assignment>.<notebook>.<grader>.<suites>.json", "",
            "the results each regrade replaced (`course history`)"),
+    Output("", "results/.similarity/<assignment>/<hash>.json", "",
+           "each hand-in's code as the similarity flags compare it, read once (named by the notebook's, the "
+           "release's and the reading code's hashes); safe to delete"),
     Output("", "gradebook.db", "",
            "nbgrader's gradebook (unless course.yaml's `db_url` names another): what formgrader shows and "
            "the hand grades it takes"),
