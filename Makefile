@@ -110,9 +110,12 @@ release: $(STAMP)
 # (scaling efficiency, overhead against local), and the self-check's wall time; then one
 # training step of the weighted-attention model, the course framework against PyTorch eager
 # (when torch is installed: $(BIN)/pip install torch, CPU wheel; never a dependency).
+# Then a term of 60, 600 and 2,000 students (bench/term.py): every stage after grading, a
+# one-student regrade, `course status` and `course history`, how each grows, on SQLite and PostgreSQL.
 # `make bench TORCH_SITE=DIR` takes torch from another environment's site-packages (bench/train_step.py).
-bench: $(EXTRAS) sandbox
+bench: $(EXTRAS) sandbox postgres
 	$(BIN)/python bench/grading.py
+	$(BIN)/python bench/term.py
 	TORCH_SITE=$(TORCH_SITE) $(BIN)/python bench/train_step.py
 
 # The chapter's projection-removal experiment: every variant, 2 epochs, 3 seeds, 2 processes

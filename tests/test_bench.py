@@ -1,5 +1,5 @@
-"""`make bench` on a tiny cohort, so that it cannot break unnoticed: every figure it is to reach
-is printed with its target, beside where the time went."""
+"""`make bench` on a tiny cohort and a term of four students, so that it cannot break unnoticed:
+every figure it is to reach is printed with its target, beside where the time went."""
 
 import os
 import subprocess
@@ -35,6 +35,19 @@ def test_the_grading_bench_runs_to_the_end_and_prints_every_figure_with_its_targ
                  "gradebook (nbgrader autograde)", "exports and feedback", "weighted_attention/projection_removal"):
         assert step in where, (step, where)
     assert "similarity flags, this cohort" in out
+
+
+def test_the_term_bench_runs_to_the_end_and_prints_every_figure_with_its_target():
+    out = _run(os.path.join("bench", "term.py"), "--smoke")
+    for stage in ("reading the gradebook", "nbgrader export", "feedback export", "of which similarity",
+                  "course status", "one-student regrade", "gradebook, per new hand-in", "peak memory, exports"):
+        assert stage in out, (stage, out)
+    figures = out[out.index("the figures to reach"):]
+    for label, target in (("every stage after grading, per hand-in", "<= 0.05 s"), ("one-student regrade", "< 10 s"),
+                          ("similarity, every assignment", "< 60 s"), ("course status", "< 2 s")):
+        line = next((li for li in figures.splitlines() if label in li), None)
+        assert line and f"target {target}" in line, (label, figures)
+    assert "hand-ins an hour" in figures and "warning" not in out, out
 
 
 def test_the_training_step_bench_runs_on_a_few_steps():
