@@ -247,7 +247,8 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
               ("LMS", lambda: lms.write(out, course, exports.totals(course, records, gradebook), people)),
               ("nbgrader", lambda: apps.export(course, out)),
-              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook, add_answers)),
+              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook, add_answers,
+                                                           on_disk=True)),    # assess_late wrote any it changed
               ("report", lambda: cohort_page.write(course, out, records, gradebook=gradebook)))
     for name, write in stages:
         try:

@@ -376,6 +376,8 @@ def measure_term(course, sample, kinds, work, n, db_url):
     seconds["  of which grading its notebooks"] = regrade["timings"].get("grading", 0.0)
     gradebook = _child("gradebook", folder)
     seconds["gradebook, per new hand-in"] = gradebook["timings"]["gradebook"] / gradebook["hand_ins"]
+    steps = sorted(regrade["timings"].items(), key=lambda kv: -kv[1])[:6]
+    print(f"  N={n}: the regrade's {regrade['wall']:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in steps), flush=True)
     for warning in exports["warnings"] + gradebook["warnings"] + regrade["warnings"]:
         print(f"  warning: {warning}")
     peaks = {"exports": exports["peak_mb"], "similarity": similar["peak_mb"], "regrade": regrade["peak_mb"]}

@@ -8,7 +8,6 @@ through it, because neither is in a record. The markup is ``templates/feedback.h
 
 from __future__ import annotations
 
-import contextlib
 import glob
 import hashlib
 import json
@@ -104,28 +103,39 @@ def _drawn_by(course: Course | None) -> str:
     return versions.file_hash(*files)
 
 
-def _made_from(out: str, record: Submission, entry: Mapping, drawn_by: str, course: Course | None) -> str:
-    """What a page shows, as a hash: its record, its gradebook entry, the autograded notebook its
-    written answers come from (by its inode, size and time), and what draws it."""
+def _file(path: str) -> list[int] | None:
+    """A file's version: its inode, size and time (each write of the course's files is a new inode)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return [info.st_ino, info.st_size, info.st_mtime_ns]
+
+
+def _made_from(out: str, record: Submission, entry: Mapping, drawn_by: str, course: Course | None,
+               on_disk: bool) -> str:
+    """What a page shows, as a hash: its record (the version of its results file when the record
+    is as written there, ``on_disk``: far cheaper than its content), its gradebook entry, the
+    autograded notebook its written answers come from, and what draws it."""
+    written = _file(store.result_path(out, record.student, record.assignment)) if on_disk else None
     seen = None
     if course is not None:
         notebook = course.assignment(record.assignment).notebook
-        with contextlib.suppress(OSError):
-            info = os.stat(os.path.join(out, "autograded", record.student, record.assignment, notebook))
-            seen = [info.st_ino, info.st_size, info.st_mtime_ns]
-    made = json.dumps([record.to_json(), entry, seen, drawn_by], sort_keys=True, default=str)
+        seen = _file(os.path.join(out, "autograded", record.student, record.assignment, notebook))
+    made = json.dumps([written or record.to_json(), entry, seen, drawn_by], sort_keys=True, default=str)
     return hashlib.sha256(made.encode()).hexdigest()
 
 
 def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,
                    gradebook: Mapping | None = None,
-                   add_answers: Callable[[list[tuple[str, str]]], None] | None = None) -> str:
+                   add_answers: Callable[[list[tuple[str, str]]], None] | None = None, on_disk: bool = False) -> str:
     """reports/<student>/<assignment>.html under ``out`` for each record; returns the folder.
 
     A page whose record, gradebook entry, autograded notebook and drawing code are what it was
     made from is left as it is (``reports/.made_from.json``): an export after one student's
     regrade draws that student's pages alone. ``add_answers(keys)`` puts the written answers of
-    the pages drawn into their gradebook entries first (:func:`autograder.nbgrader.answers.add_answers`)."""
+    the pages drawn into their gradebook entries first (:func:`autograder.nbgrader.answers.add_answers`);
+    ``on_disk``: each record is as its results file holds it."""
     folder = os.path.join(out, "reports")
     gradebook = gradebook or {}
     try:
@@ -136,7 +146,7 @@ def write_feedback(out: str, records: Iterable[Submission], course: Course | Non
     drawn_by, now, todo = _drawn_by(course), {}, []
     for record in records:
         name = f"{record.student}/{record.assignment}"
-        now[name] = _made_from(out, record, gradebook.get(record.key, {}), drawn_by, course)
+        now[name] = _made_from(out, record, gradebook.get(record.key, {}), drawn_by, course, on_disk)
         if before.get(name) != now[name] or not os.path.exists(os.path.join(folder, f"{name}.html")):
             todo.append(record)
     if add_answers and todo:

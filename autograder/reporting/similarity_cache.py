@@ -51,7 +51,7 @@ class Cache:
             return LEFT_OUT
         try:
             return similarity.Document(key, lines={(c, n): line for c, n, line in data["lines"]},
-                                       origins=[(c, n) for c, n in data["origins"]],
+                                       origins=[(c, n) for c, n, run in data["origins"] for _ in range(run)],
                                        prints={h: i for h, i in data["prints"]}, unread=data["unread"])
         except (KeyError, TypeError, ValueError):
             return None
@@ -59,9 +59,20 @@ class Cache:
     def put(self, raw: bytes, doc: similarity.Document | str) -> None:
         """Keep ``doc`` (or LEFT_OUT) for the notebook ``raw``; a cache that cannot be written is no cache."""
         data = doc if isinstance(doc, str) else {
-            "lines": [[c, n, line] for (c, n), line in doc.lines.items()], "origins": doc.origins,
+            "lines": [[c, n, line] for (c, n), line in doc.lines.items()], "origins": _runs(doc.origins),
             "prints": list(doc.prints.items()), "unread": doc.unread}
         with contextlib.suppress(OSError):
             os.makedirs(self.folder, exist_ok=True)
             with store.replacing(self._path(raw), encoding="utf-8") as fh:
                 json.dump(data, fh, separators=(",", ":"))
+
+
+def _runs(origins: list[tuple[str, int]]) -> list[list]:
+    """Each token's (cell, line) as runs [cell, line, tokens]: a line's tokens share one origin."""
+    runs: list[list] = []
+    for cell, line in origins:
+        if runs and runs[-1][0] == cell and runs[-1][1] == line:
+            runs[-1][2] += 1
+        else:
+            runs.append([cell, line, 1])
+    return runs
