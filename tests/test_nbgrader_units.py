@@ -629,3 +629,42 @@ def test_the_written_answers_are_read_through_the_reader(course, tmp_path):
     assert set(found) == set(assignment.written)
     assert "mine" in found["answer_selection"] and "<script" not in found["answer_selection"]
     assert "(image http://example.org/x.png not shown here)" in found["answer_selection"]
+
+
+def test_a_running_formgrader_reads_what_course_grade_wrote_and_the_tas_first_save_counts(tmp_path):
+    """formgrader keeps one gradebook session for its server's life; a resubmission graded in
+    another process flags a hand grade again. The next request must show the flag, and the TA's
+    confirming save (the same score) must clear it in the gradebook, the first time."""
+    from types import SimpleNamespace
+
+    from nbgrader.server_extensions.formgrader.base import BaseHandler
+
+    from autograder.nbgrader import formgrader_session
+    url = f"sqlite:///{tmp_path}/gradebook.db"
+    with Gradebook(url) as gb:
+        gb.add_assignment("attention")
+        gb.add_notebook("attention", "attention")
+        gb.add_grade_cell("answer_selection", "attention", "attention", max_score=1.0, cell_type="markdown")
+        gb.add_student("carol")
+        gb.add_submission("attention", "carol")
+    formgrader_session.install()
+    served = Gradebook(url)          # formgrader's, for the life of its server
+
+    def request():                   # a handler per request, as tornado makes them
+        gb = BaseHandler.gradebook.fget(SimpleNamespace(settings={"nbgrader_gradebook": served}))
+        return gb, gb.find_grade("answer_selection", "attention", "attention", "carol")
+    gb, grade = request()
+    grade.manual_score, grade.needs_manual_grade = 0.35, False      # the TA grades it
+    gb.db.commit()
+    gb, grade = request()             # the page shows it graded: read into the session
+    assert grade.needs_manual_grade is False
+    with Gradebook(url) as other:     # carol resubmits; `course grade` flags the hand grade again
+        other.find_grade("answer_selection", "attention", "attention", "carol").needs_manual_grade = True
+        other.db.commit()
+    gb, grade = request()
+    assert grade.needs_manual_grade is True, "formgrader must show the flag course grade set"
+    grade.manual_score, grade.needs_manual_grade = 0.35, False      # the TA confirms the same score
+    gb.db.commit()
+    served.close()
+    with Gradebook(url) as check:
+        assert check.find_grade("answer_selection", "attention", "attention", "carol").needs_manual_grade is False

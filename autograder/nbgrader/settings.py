@@ -92,8 +92,9 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
     Every log record of the process shows the control characters of its text as escapes
     (:func:`autograder.untrusted.guard_logging`): collect logs the names students chose.
     """
-    from autograder.nbgrader import converters
+    from autograder.nbgrader import converters, formgrader_session
     converters.install()
+    formgrader_session.install()     # a running formgrader sees what `course grade` writes
     untrusted.guard_logging()       # file names, ids and messages of students, shown in every log
     try:
         course = config.load(course_yaml)
