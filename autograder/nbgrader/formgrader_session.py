@@ -10,6 +10,8 @@ requests: every handler that writes commits), so it reads the gradebook afresh a
 compared with what is there.
 """
 
+from typing import Any
+
 
 def install() -> None:
     """Make each formgrader request read the gradebook afresh (once per request)."""
@@ -18,7 +20,7 @@ def install() -> None:
         return
     kept = base.BaseHandler.gradebook
 
-    def gradebook(self):  # type: ignore[no-untyped-def]
+    def gradebook(self: Any) -> Any:
         gb = kept.fget(self)
         if not self.__dict__.get("_gradebook_read"):
             gb.db.rollback()
