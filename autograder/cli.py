@@ -153,9 +153,9 @@ def cmd_export(course: config.Course, args: argparse.Namespace) -> int:
     from autograder import pipeline
     from autograder.reporting import terminal
     totals = os.path.join(out, "totals.csv")
-    before = terminal.read_totals(totals)
-    _warn(pipeline.export(course, out, records))
-    print(terminal.totals_diff(before, terminal.read_totals(totals)))
+    before, notes = terminal.read_totals(totals), list[str]()
+    _warn(pipeline.export(course, out, records, notes=notes))
+    print("\n".join([terminal.totals_diff(before, terminal.read_totals(totals)), *(f"note: {n}" for n in notes)]))
     print(_where(out))
     return 0
 

@@ -268,6 +268,7 @@ class Batch:
     refused: list[tuple[str, str]] = field(default_factory=list)   # (folder, reason): cannot be a student's
     left_out: list[str] = field(default_factory=list)  # "<student>/<assignment>: <files>" not in the release
     warnings: list[str] = field(default_factory=list)  # one line per later stage that failed for some
+    notes: list[str] = field(default_factory=list)     # what the instructor should know of the exports
     interrupted: bool = False
 
     def __iter__(self):        # a Batch reads as its list of records

@@ -32,7 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from autograder import config, corpus, grading, late, release, roster, store, submission_time
+from autograder import config, corpus, grading, late, release, roster, status, store, submission_time
 from autograder.errors import CorpusMissing, CourseError, NbgraderError, NoSubmissions
 from autograder.nbgrader import settings, staging
 from autograder.reporting import cohort_page, exports, feedback, lms
@@ -94,7 +94,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     record_times(out, submissions, batch.records)
     with timed(timings, "gradebook"):
         batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
-    batch.warnings += export(course, out, store.load_results(out), timings)             # 5, 6
+    batch.warnings += export(course, out, store.load_results(out), timings, batch.notes)   # 5, 6
     os.remove(os.path.join(out, "results", UNFINISHED))
     return batch
 
@@ -204,13 +204,14 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
 
 
 def export(course: config.Course, out: str, records: Sequence[Submission],
-           timings: dict[str, float] | None = None) -> list[str]:
+           timings: dict[str, float] | None = None, notes: list[str] | None = None) -> list[str]:
     """Stages 5 and 6: every export and the feedback pages, from ``records`` and the gradebook.
 
     Each stands alone: one that fails becomes a warning and the others are still written.
     Returns the warnings; raises CourseError, writing nothing, when ``out``'s own gradebook
     is not the one course.yaml's ``db_url`` names (its hand grades would be lost). ``timings``
-    gets each step's wall seconds, as :func:`grade`'s does."""
+    gets each step's wall seconds, as :func:`grade`'s does; ``notes`` what the instructor should
+    know of what was exported (hand grades counted while they wait for the TA to confirm them)."""
     from autograder.nbgrader import answers, apps, gradebook as nbgrader_gradebook
     lost = nbgrader_gradebook.stranded(course, out)
     if lost:
@@ -256,4 +257,9 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
                 write()
         except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
             warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
+    waiting = sum(len(status.to_confirm(r, gradebook.get(r.key, {}))) for r in records)
+    if notes is not None and waiting:
+        notes.append(f"{waiting} hand grade{'s' if waiting > 1 else ''} to confirm in formgrader (an answer or "
+                     "the grader's score changed since): every export counts the score kept until the TA "
+                     "confirms or changes it; `course status` lists them")
     return warnings

@@ -91,6 +91,16 @@ def _similar(out: str) -> list[str]:
     return [f"  {r['assignment']}: {r['item']} ({float(r['value']):.0%} of their own code alike)" for r in rows]
 
 
+def to_confirm(record: Submission, held: dict) -> list[str]:
+    """The hand grades of one hand-in a TA is to confirm in formgrader (``held``: its entry of
+    :func:`autograder.nbgrader.gradebook.scores`): an answer changed since it was graded, or a
+    part set by hand whose autograded score changed. Every export counts the kept score meanwhile."""
+    written = held.get("written", {})
+    stale = [f"{cell} (kept: {w['score']:g} / {w['max_score']:g})" for cell, w in written.items() if w.get("stale")]
+    return stale + [f"{p.part} set by hand (kept: {held['overrides'][p.part]:g}; the grader now gives {p.score:g})"
+                    for p in record.parts if p.part in held.get("overrides_to_confirm", [])]
+
+
 def status(course: Course, out: str, submitted: str | None = None) -> str:
     """Hand-ins not graded yet, late ones, written answers not graded, hand grades whose answer
     changed since, grader errors, similarity flags and the totals the next export would change."""
@@ -119,11 +129,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         todo = [cell for cell, w in written.items() if not w["graded"] and not w.get("stale")]
         if todo:
             unmarked.append(f"  {record.student}/{record.assignment}: {', '.join(todo)}")
-        stale = [f"{cell} (kept: {w['score']:g} / {w['max_score']:g})" for cell, w in written.items()
-                 if w.get("stale")]
-        held = scores.get(record.key, {})
-        stale += [f"{p.part} set by hand (kept: {held['overrides'][p.part]:g}; the grader now gives {p.score:g})"
-                  for p in record.parts if p.part in held.get("overrides_to_confirm", [])]
+        stale = to_confirm(record, scores.get(record.key, {}))
         if stale:
             changed.append(f"  {record.student}/{record.assignment}: {', '.join(stale)}")
     errors = [f"  {r.student}/{r.assignment}: {untrusted.shown(r.problem)}" for r in records if r.grader_error]

@@ -233,6 +233,8 @@ def test_a_resubmitted_answer_that_changed_is_flagged_with_its_grade_kept_and_on
     grades = {r["student_id"]: float(r["score"]) for r in _csv(term.out / "grades.csv")
               if r["assignment"] == "attention"}
     assert float(term.snap["totals resubmitted"]["bob"]["attention"]) == pytest.approx(grades["bob"])
+    # and the instructor is told so whenever the exports are written, so no LMS file goes out unread
+    assert "note: 2 hand grades to confirm in formgrader" in term.snap["graded again"]
     # the TA confirms it in formgrader: nothing is left to do
     assert _section(term.snap["status confirmed"], TO_CONFIRM) == []
     assert set(term.snap["listed confirmed"].values()) == {False}

@@ -65,6 +65,7 @@ def summary(batch: Batch | Sequence[Submission]) -> str:
         lines.append(f"  - folder {name!r} left out: {shown(why)}")
     for line in getattr(batch, "left_out", []):
         lines.append(f"  - left out of {shown(line)} (not a regular file of the release)")
+    lines += [f"note: {note}" for note in getattr(batch, "notes", [])]
     if getattr(batch, "interrupted", False):
         lines.append(f"INTERRUPTED: {len(getattr(batch, 'pending', []))} submission(s) not graded yet; "
                      "run the same command with --resume to finish")
