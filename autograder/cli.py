@@ -318,6 +318,7 @@ def _interrupt_again(unraisable: sys.UnraisableHookArgs) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     sys.unraisablehook = _interrupt_again
+    getattr(sys.stdout, "reconfigure", lambda **_: None)(line_buffering=True)   # its lines in order with stderr's
     parser = argparse.ArgumentParser(prog="course", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", default=None, help="course.yaml to use (default: the course's own)")
@@ -383,8 +384,7 @@ def main(argv: list[str] | None = None) -> int:
                 if isinstance(folder, str):
                     folders.refuse_another_course(course, folder)
         if args.command in folders.WORKS_IN:        # never a scratch folder, a home, the exchange's parent
-            name = folders.WORKS_IN[args.command]
-            given = getattr(args, name)
+            given = getattr(args, name := folders.WORKS_IN[args.command])
             folder, args.new = folders.command_folder(course, args.command, given, given is not None and
                                                       (args.command == "grade" or getattr(args, "setup", False)))
             setattr(args, name, folder)
