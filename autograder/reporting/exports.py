@@ -201,12 +201,19 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
 
 
 def write_gradescope(out: str, course: Course, records: Iterable[Submission], gradebook: Mapping | None = None) -> str:
+    """gradescope/<student>/<assignment>/results.json for each record; a file that would not change is
+    not written again (reading it is a fraction of writing it, and its time says when it last changed)."""
     folder = os.path.join(out, "gradescope")
     for record in records:
         nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
         path = os.path.join(folder, record.student, record.assignment, "results.json")
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w") as fh:
-            json.dump(gradescope(record, course, nbgrader.get("written"), nbgrader.get("overrides")),
-                      fh, indent=1)
+        text = json.dumps(gradescope(record, course, nbgrader.get("written"), nbgrader.get("overrides")), indent=1)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                if fh.read() == text:
+                    continue
+        except OSError:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     return folder
