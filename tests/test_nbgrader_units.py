@@ -631,6 +631,7 @@ def test_the_written_answers_are_read_through_the_reader(course, tmp_path):
     assert "(image http://example.org/x.png not shown here)" in found["answer_selection"]
 
 
+@pytest.mark.filterwarnings("ignore:Object of type:sqlalchemy.exc.SAWarning")   # nbgrader's add_submission
 def test_a_running_formgrader_reads_what_course_grade_wrote_and_the_tas_first_save_counts(tmp_path):
     """formgrader keeps one gradebook session for its server's life; a resubmission graded in
     another process flags a hand grade again. The next request must show the flag, and the TA's
