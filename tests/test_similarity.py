@@ -15,7 +15,7 @@ import tokenize
 import numpy as np
 
 from autograder import cohort, similarity
-from autograder.reporting import cohort_analysis
+from autograder.reporting import cohort_analysis, similarity_cache
 from autograder.results import Submission
 from selfcheck.program import grade_id, read_notebook, source
 
@@ -340,3 +340,20 @@ def test_a_hand_in_running_code_it_builds_at_run_time_is_listed_for_a_person(cou
     found = _report(course, tmp_path, hand_ins, assignment)
     assert found["not compared"] == {"builds-its-code"}, found
     assert found["similarity"] == {"copier & original"}, found
+
+
+def test_a_hand_in_graded_from_another_folder_is_still_compared(course, tmp_path):
+    """A late hand-in graded from a folder of its own must not hide the class's copies: the others
+    are read from the grading folder's staged copies, and the cells course.yaml grades are part of
+    what names a kept reading."""
+    assignment = course.assignment("attention")
+    out, late = tmp_path / "out", tmp_path / "late"
+    cohort.write(cohort.solved(course, assignment, DISTINCTIVE), str(out / "submitted"), "anna", assignment)
+    cohort.write(cohort.solved(course, assignment, _near_copy(DISTINCTIVE)), str(out / "submitted"), "ben", assignment)
+    cohort.write(cohort.solved(course, assignment), str(late), "erin", assignment)
+    groups, _ = cohort_analysis.similar_groups(course, assignment, ["anna", "ben", "erin"], str(late), str(out))
+    assert [[student for student, _ in group.members] for group in groups] == [["anna", "ben"]]
+    release = _release(course, assignment)
+    paths = {similarity_cache.Cache(str(out), assignment.id, release, cells)._path(b"{}")
+             for cells in (["softmax", "entropy_bits"], ["softmax"])}
+    assert len(paths) == 2

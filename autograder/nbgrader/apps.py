@@ -105,8 +105,10 @@ def autograde(course: Course, assignment: Assignment, out: str, student_id: str 
     cfg = settings(course, out)
     cfg.ApplyResults.course_yaml = ""
     staged = os.path.join(out, "submitted")
-    others = sorted(set(os.listdir(staged) if os.path.isdir(staged) else ()) - set(only or ()))
-    if only is not None and not any("," in sid for sid in [*only, *others]):  # a comma would split an id
+    # a folder named with a comma is no student's (autograde refuses it) and would split the list
+    listed = set(os.listdir(staged)) if os.path.isdir(staged) else set()
+    others = sorted(s for s in listed - set(only or ()) if "," not in s)
+    if only is not None and not any("," in sid for sid in only):
         cfg.CourseDirectory.student_id_exclude = ",".join(others)
     _run(SafeAutograde, cfg, assignment.id, student_id, force=True, create_student=True)
 

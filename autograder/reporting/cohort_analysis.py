@@ -77,16 +77,20 @@ def reader(spec: Assignment, release: dict) -> Callable[[tuple, dict], similarit
 
 
 def submitted_documents(spec: Assignment, students: Iterable[str], submitted: str,
-                        release: dict, cache: Cache | None = None) -> list[similarity.Document]:
+                        release: dict, cache: Cache | None = None,
+                        staged: str | None = None) -> list[similarity.Document]:
     """similarity.Documents of each student's hand-in of assignment ``spec`` under ``submitted``,
     read as grading reads it; a hand-in grading could not read is left out (the not-graded table
-    says why), one the comparison cannot read says so. Each notebook ``cache`` has read before
-    is not read again."""
+    says why), one the comparison cannot read says so. A hand-in graded from another folder than
+    ``submitted`` (a late one graded from its own) is read from ``staged``, the copy the grading
+    folder keeps for nbgrader. Each notebook ``cache`` has read before is not read again."""
     read = reader(spec, release)
     docs = []
     for student in students:
         key = (student, spec.id)
         path = os.path.join(submitted, student, spec.id, spec.notebook)
+        if staged and not os.path.lexists(os.path.join(submitted, student, spec.id)):
+            path = os.path.join(staged, student, spec.id, spec.notebook)
         try:
             raw = handin.read_submission(path)
         except (NotebookError, OSError):
@@ -132,7 +136,9 @@ def similar_groups(course: Course, spec: Assignment, students: Iterable[str], su
     """(groups of similar hand-ins, every Document compared or not) of assignment ``spec``; the
     Documents kept in the grading folder ``out`` (:mod:`similarity_cache`) when given."""
     release = read_notebook(course.release(spec, spec.notebook))
-    docs = submitted_documents(spec, students, submitted, release, Cache(out, spec.id, release) if out else None)
+    cells = [cell for part in spec.parts for cell in part.cells]
+    docs = submitted_documents(spec, students, submitted, release, Cache(out, spec.id, release, cells) if out else None,
+                               os.path.join(out, "submitted") if out else None)
     pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release))
     return similarity.groups(pairs), docs
 

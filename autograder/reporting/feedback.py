@@ -92,15 +92,19 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
 
 
 PAGES = ".made_from.json"      # in reports/: what each page was made from (a dot name: no student id)
-_DRAWN_BY = ("feedback.py", "pages.py", "exports.py", os.path.join("templates", "*.html"))
+# what draws a page, below autograder/: its code, its templates and stylesheet, the written
+# answers' reading and sanitising, the record it reads and the late rule's words
+_DRAWN_BY = (os.path.join("reporting", "feedback.py"), os.path.join("reporting", "pages.py"),
+             os.path.join("reporting", "exports.py"), os.path.join("reporting", "templates", "*"),
+             os.path.join("nbgrader", "answers.py"), os.path.join("nbgrader", "preprocessors", "sanitizemarkdown.py"),
+             "results.py", "late.py")
 
 
 def _drawn_by(course: Course | None) -> str:
-    """A hash of course.yaml and of the code and templates that draw a page."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    files = sorted(f for pattern in _DRAWN_BY for f in glob.glob(os.path.join(here, pattern)))
-    files += [late.__file__] + ([course.path] if course is not None else [])
-    return versions.file_hash(*files)
+    """A hash of course.yaml and of the code, templates and stylesheet that draw a page."""
+    grader = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    files = sorted(f for pattern in _DRAWN_BY for f in glob.glob(os.path.join(grader, pattern)) if os.path.isfile(f))
+    return versions.file_hash(*files, *([course.path] if course is not None else []))
 
 
 def _file(path: str) -> list[int] | None:

@@ -3,9 +3,9 @@
 Reading a hand-in for the comparison (parsing it, choosing the code grading runs, normalising and
 fingerprinting it) is most of what the similarity flags cost, and gives the same Document however
 often the report is made. Each one is kept as JSON under ``results/.similarity/<assignment>/``,
-named by the sha256 of the notebook's bytes, of the released notebook and of the code that reads
-it, so a regrade of one student reads one notebook, and a change to any of them reads every one
-again. A notebook the comparison leaves out (not this assignment's) is kept as left out.
+named by the sha256 of the notebook's bytes, of the released notebook, of the cells course.yaml
+grades and of the code that reads it, so a regrade of one student reads one notebook, and a change
+to any of them reads every one again. A notebook the comparison leaves out (not this assignment's) is kept as left out.
 """
 
 from __future__ import annotations
@@ -33,9 +33,10 @@ def _readers_version() -> str:
 class Cache:
     """The Documents of one assignment's hand-ins, under ``out/results/.similarity/<assignment>``."""
 
-    def __init__(self, out: str, assignment: str, release: dict) -> None:
+    def __init__(self, out: str, assignment: str, release: dict, cells: list[str]) -> None:
         self.folder = os.path.join(out, "results", FOLDER, assignment)
-        self.salt = hashlib.sha256(f"{_readers_version()} {json.dumps(release, sort_keys=True)}".encode()).digest()
+        read = json.dumps([_readers_version(), release, cells], sort_keys=True)    # cells: what course.yaml grades
+        self.salt = hashlib.sha256(read.encode()).digest()
 
     def _path(self, raw: bytes) -> str:
         return os.path.join(self.folder, hashlib.sha256(self.salt + raw).hexdigest()[:40] + ".json")
