@@ -186,7 +186,7 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
     for assignment in course.assignments:
         # the gradebook already holds the results of the rest, and their autograded notebooks
         todo = [task for task in submissions if task.assignment == assignment.id and (
-            redo or task.key in fresh
+            redo or task.key in fresh or _handed_in_again(out, task)
             or not os.path.exists(os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)))]
         if not todo:
             continue
@@ -201,6 +201,12 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
         except NbgraderError as exc:
             warnings.append(str(exc))
     return warnings
+
+
+def _handed_in_again(out: str, task: grading.Task) -> bool:
+    """The same notebook handed in at another time than the copy nbgrader reads says."""
+    staged = os.path.join(out, "submitted", task.student, task.assignment)
+    return submission_time.read(os.path.dirname(task.path)) != submission_time.read(staged)
 
 
 def export(course: config.Course, out: str, records: Sequence[Submission],

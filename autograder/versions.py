@@ -114,14 +114,33 @@ def file_sha256(path: str) -> str | None:
         return None
 
 
-def stale(course: Course, record: Submission | None, path: str, grader: str | None = None) -> str | None:
-    """None when ``record`` is a finished grading of the notebook at ``path`` by today's
-    grader, suites, points and limits; otherwise the reason it must be graded (again)."""
+STAGED = ".course-staged.json"   # beside a copy staged for nbgrader: the hand-in's sha256, and the copy's
+
+
+def staged_sha256(path: str) -> str | None:
+    """The sha256 of the hand-in that the copy at ``path`` was staged from for nbgrader
+    (:func:`autograder.nbgrader.staging.stage` rebuilds a hand-in, so its bytes differ), while
+    the copy is as staged; None for any other file."""
+    try:
+        with open(os.path.join(os.path.dirname(path), STAGED), encoding="utf-8") as fh:
+            kept = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(kept, dict) or not isinstance(kept.get("handin"), str) or kept.get("copy") != file_sha256(path):
+        return None
+    return kept["handin"]
+
+
+def stale(course: Course, record: Submission | None, path: str, grader: str | None = None,
+          sha256: str | None = None) -> str | None:
+    """None when ``record`` is a finished grading of the notebook at ``path`` (whose sha256 is
+    ``sha256`` when given) by today's grader, suites, points and limits; otherwise the reason it
+    must be graded (again)."""
     if record is None:
         return "not graded yet"
     if record.grader_error:
         return "the grader failed on it last time"
-    if record.sha256 != file_sha256(path):
+    if record.sha256 != (sha256 or file_sha256(path)):
         return "the notebook changed"
     if record.grader != (grader or grader_version()):
         return "the grader changed"

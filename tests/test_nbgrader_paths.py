@@ -19,7 +19,7 @@ import urllib.request
 
 import pytest
 
-from autograder import cli, cohort, pipeline
+from autograder import cli, cohort, pipeline, store
 
 pytestmark = pytest.mark.slow
 
@@ -87,6 +87,25 @@ def test_the_scores_course_grade_gives(course, assignment, by_course_grade):
     assert by_course_grade["stub"] == 0 and by_course_grade["cheat"] == 0
     assert by_course_grade["solved"] == full
     assert 0 < by_course_grade["mistake"] < full
+
+
+def test_nbgrader_autograde_after_course_grade_takes_the_course_s_results_for_the_copies_it_staged(
+        course, assignment, tmp_path):
+    """`course grade` from a folder of hand-ins stages each one for nbgrader, rebuilt (its bytes
+    differ). nbgrader's own autograde in the grading folder afterwards (formgrader's Autograde
+    button alike) must apply the course's results to those copies, not grade them again: a
+    rebuilt copy can grade differently, and its time is the one of the last grading."""
+    hand_ins, out = tmp_path / "hand-ins", tmp_path / "out"
+    notebooks = _notebooks(course, assignment)
+    for student in ("solved", "mistake"):
+        _hand_in(course, str(hand_ins), student, assignment, notebooks[student])
+    pipeline.grade(course, str(hand_ins), str(out), jobs=2)
+    before = {s: store.read_result(str(out), s, assignment.id) for s in ("solved", "mistake")}
+    proc = subprocess.run([os.path.join(BIN, "nbgrader"), "autograde", assignment.id, "--force"], cwd=out,
+                          env=_env(), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "with the course's suites" not in proc.stderr, "a staged copy was graded again"
+    assert {s: store.read_result(str(out), s, assignment.id) for s in before} == before
 
 
 def test_plain_nbgrader_autograde_grades_with_the_course_grader(course, assignment, nbgrader_folder,

@@ -13,13 +13,14 @@ and nbgrader copies the release's support files into ``autograded/`` itself).
 """
 
 import copy
+import hashlib
 import json
 import os
 import re
 import shutil
 from typing import Any
 
-from autograder import handin, submission_time
+from autograder import handin, submission_time, versions
 from autograder.config import Assignment, Course
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook, source
 
@@ -172,6 +173,11 @@ def stage(course: Course, submitted: str, out: str, student: str, assignment: As
             with open(course.release(assignment, assignment.notebook), "rb") as fh:
                 files[assignment.notebook] = fh.read()
         write(dest, files)
+        # nbgrader's autograde in this folder reads this copy: it stands for the hand-in's result
+        handin_sha = versions.file_sha256(os.path.join(src, assignment.notebook))
+        if handin_sha:
+            with open(os.path.join(dest, versions.STAGED), "w", encoding="utf-8") as fh:
+                json.dump({"handin": handin_sha, "copy": hashlib.sha256(files[assignment.notebook]).hexdigest()}, fh)
     return left_out
 
 

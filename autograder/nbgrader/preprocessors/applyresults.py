@@ -20,7 +20,7 @@ from autograder import config
 from autograder.grading import grade_one
 from autograder.results import Submission
 from autograder.store import read_result
-from autograder.versions import stale
+from autograder.versions import stale, staged_sha256
 
 
 class ApplyResults(NbGraderPreprocessor):
@@ -49,7 +49,7 @@ class ApplyResults(NbGraderPreprocessor):
             coursedir = CourseDirectory(config=self.config)
             path = os.path.join(coursedir.format_path(coursedir.submitted_directory, student, assignment_id),
                                 f"{notebook}.ipynb")
-            why = stale(course, record, path)
+            why = stale(course, record, path, sha256=staged_sha256(path))   # a staged copy answers for its hand-in
             if why:
                 self.log.info("Grading %s/%s with the course's suites (%s)", student, assignment_id, why)
                 record = grade_one(course, student, assignment_id, path, out)
