@@ -55,6 +55,9 @@ OUTPUTS: tuple[Output, ...] = (
     Output("", "gradebook.db", "",
            "nbgrader's gradebook (unless course.yaml's `db_url` names another): what formgrader shows and "
            "the hand grades it takes"),
+    Output("", "submitted/<student>/<assignment>/", "",
+           "when the hand-ins are graded from another folder: the copy of each one nbgrader reads, rebuilt as a "
+           "valid notebook, and `.course-staged.json`, the sha256 of the hand-in it stands for"),
     Output("", "autograded/<student>/<assignment>/", "",
            "nbgrader's autograded copies, which formgrader serves"),
 )
