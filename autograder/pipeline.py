@@ -52,7 +52,8 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     Only submissions that changed (or whose grader or suites changed) are graded, unless
     ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one; on the
     Dask scheduler at ``cluster`` when given (autograder/cluster.py). ``students`` (ids) grades
-    theirs alone; ``timings``, when given, gets each stage's wall seconds (bench/term.py). A forced batch that was interrupted is finished by the next run: what it had
+    theirs alone; ``timings``, when given, gets each stage's wall seconds (bench/term.py). A
+    forced batch that was interrupted is finished by the next run: what it had
     not reached is graded even when unchanged. The exports are made from every current record
     of ``out``, not only this batch's, so grading part of a class never drops the rest."""
     if cluster:                  # a plain tcp:// address stops before anything is read or written
@@ -263,8 +264,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
                 write()
         except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
             warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
-    waiting = sum(len(status.to_confirm(r, gradebook.get(r.key, {}))) for r in records)
-    if notes is not None and waiting:
+    if notes is not None and (waiting := sum(len(status.to_confirm(r, gradebook.get(r.key, {}))) for r in records)):
         notes.append(f"{waiting} hand grade{'s' if waiting > 1 else ''} to confirm in formgrader (an answer or "
                      "the grader's score changed since): every export counts the score kept until the TA "
                      "confirms or changes it; `course status` lists them")

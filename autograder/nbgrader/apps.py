@@ -104,12 +104,11 @@ def autograde(course: Course, assignment: Assignment, out: str, student_id: str 
     names every other student staged in ``out/submitted``; a regrade of one student reads one)."""
     cfg = settings(course, out)
     cfg.ApplyResults.course_yaml = ""
-    staged = os.path.join(out, "submitted")
-    # a folder named with a comma is no student's (autograde refuses it) and would split the list
-    listed = set(os.listdir(staged)) if os.path.isdir(staged) else set()
-    others = sorted(s for s in listed - set(only or ()) if "," not in s)
-    if only is not None and not any("," in sid for sid in only):
-        cfg.CourseDirectory.student_id_exclude = ",".join(others)
+    if only is not None:        # no student id holds a comma (handin.student_id_problem refuses it)
+        staged = os.path.join(out, "submitted")
+        listed = set(os.listdir(staged)) if os.path.isdir(staged) else set()
+        # a folder named with one is no student's (autograde refuses it), and would split the list
+        cfg.CourseDirectory.student_id_exclude = ",".join(sorted(s for s in listed - set(only) if "," not in s))
     _run(SafeAutograde, cfg, assignment.id, student_id, force=True, create_student=True)
 
 

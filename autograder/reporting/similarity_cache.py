@@ -5,7 +5,8 @@ fingerprinting it) is most of what the similarity flags cost, and gives the same
 often the report is made. Each one is kept as JSON under ``results/.similarity/<assignment>/``,
 named by the sha256 of the notebook's bytes, of the released notebook, of the cells course.yaml
 grades and of the code that reads it, so a regrade of one student reads one notebook, and a change
-to any of them reads every one again. A notebook the comparison leaves out (not this assignment's) is kept as left out.
+to any of them reads every one again. A notebook the comparison leaves out (not this
+assignment's) is kept as left out.
 """
 
 from __future__ import annotations
