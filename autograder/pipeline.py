@@ -32,15 +32,20 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from autograder import config, corpus, grading, late, release, roster, status, store, submission_time
+from autograder import status
+from autograder.course import config, corpus, late, roster
 from autograder.errors import CorpusMissing, CourseError, NbgraderError, NoSubmissions
+from autograder.export import exports, lms
+from autograder.grade import discovery, grading, submission_time
 from autograder.nbgrader import settings, staging
-from autograder.reporting import cohort_page, exports, feedback, lms
+from autograder.records import store
+from autograder.release import assignments
+from autograder.report import cohort_page, feedback
 
 if TYPE_CHECKING:
-    from autograder.cluster import ClusterPool
-    from autograder.progress import Progress
-    from autograder.results import Submission
+    from autograder.grade.cluster import ClusterPool
+    from autograder.grade.progress import Progress
+    from autograder.records.results import Submission
 
 UNFINISHED = ".exporting"    # in results/: a batch graded, its gradebook and exports not all written yet
 
@@ -50,18 +55,18 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     """Grade ``submitted`` into ``out``; returns the :class:`grading.Batch`.
 
     Only submissions that changed (or whose grader or suites changed) are graded, unless
-    ``force``; ``progress`` (:class:`autograder.progress.Progress`) hears of each one; on the
-    Dask scheduler at ``cluster`` when given (autograder/cluster.py). ``students`` (ids) grades
+    ``force``; ``progress`` (:class:`autograder.grade.progress.Progress`) hears of each one; on the
+    Dask scheduler at ``cluster`` when given (autograder/grade/cluster.py). ``students`` (ids) grades
     theirs alone; ``timings``, when given, gets each stage's wall seconds (bench/term.py). A
     forced batch that was interrupted is finished by the next run: what it had
     not reached is graded even when unchanged. The exports are made from every current record
     of ``out``, not only this batch's, so grading part of a class never drops the rest."""
     if cluster:                  # a plain tcp:// address stops before anything is read or written
         config.check_cluster_address("--cluster", cluster)
-    release.require_released_points(course)
+    assignments.require_released_points(course)
     out = os.path.abspath(out)
     refused: list[tuple[str, str]] = []
-    submissions = grading.find_submissions(course, submitted, refused)                  # 1
+    submissions = discovery.find_submissions(course, submitted, refused)                  # 1
     if students:
         missing = sorted(set(students) - {task.student for task in submissions})
         if missing:
@@ -77,7 +82,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
         raise CourseError(mismatch)
     executor: ClusterPool | None = None
     if cluster:
-        from autograder import cluster as dask_cluster
+        from autograder.grade import cluster as dask_cluster
         executor = dask_cluster.connect(course, cluster)
     try:
         with _scratch(), timed(timings, "grading"):
@@ -130,7 +135,7 @@ def _scratch() -> Iterator[str]:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
-def record_times(out: str, submissions: Sequence[grading.Task], records: Sequence[Submission]) -> None:
+def record_times(out: str, submissions: Sequence[discovery.Task], records: Sequence[Submission]) -> None:
     """Each record's hand-in time, as collect recorded it beside the notebook (a resubmission of
     the same notebook is not graded again, but its time is new)."""
     by_key = {r.key: r for r in records}
@@ -144,7 +149,7 @@ def record_times(out: str, submissions: Sequence[grading.Task], records: Sequenc
 
 
 def assess_late(course: config.Course, out: str, records: Sequence[Submission], gradebook: dict) -> None:
-    """Each record's late penalty by course.yaml as it is now (:mod:`autograder.late`), on its
+    """Each record's late penalty by course.yaml as it is now (:mod:`autograder.course.late`), on its
     points earned (hand grades included), and the points formgrader adds to it (``by_hand``, for
     ``course history``); a record whose penalty or hand points changed is written again, stamped
     with this export's time, the one it replaces kept in its history (unless it was graded
@@ -170,7 +175,7 @@ def _require_corpus(course, submissions):
             raise CorpusMissing(str(exc)) from None
 
 
-def to_gradebook(course: config.Course, submitted: str, out: str, submissions: Sequence[grading.Task],
+def to_gradebook(course: config.Course, submitted: str, out: str, submissions: Sequence[discovery.Task],
                  batch: grading.Batch, redo: bool = False) -> list[str]:
     """Stage 4: nbgrader's autograde of the submissions with new results, the others left as the
     gradebook holds them (every one staged when ``redo``: the last batch stopped before its
@@ -204,7 +209,7 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
     return warnings
 
 
-def _handed_in_again(out: str, task: grading.Task) -> bool:
+def _handed_in_again(out: str, task: discovery.Task) -> bool:
     """The same notebook handed in at another time than the copy nbgrader reads says."""
     staged = os.path.join(out, "submitted", task.student, task.assignment)
     return submission_time.read(os.path.dirname(task.path)) != submission_time.read(staged)
@@ -249,7 +254,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
         warnings.append(f"{exc}; the exports have no names")
         people = {}
     warnings += roster.strangers(course, people, {r.student for r in records})
-    stages = (("roster", lambda: roster.fill_gradebook(course, out, people)),
+    stages = (("roster", lambda: nbgrader_gradebook.fill_students(course, out, people)),
               ("parts", lambda: exports.write_grades(out, records)),
               ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
               ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),

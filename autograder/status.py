@@ -8,13 +8,17 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
-from autograder import grading, late, roster, store, untrusted, versions
+from autograder import untrusted
+from autograder.course import late, roster
 from autograder.errors import CourseError, NoSubmissions
-from autograder.reporting import exports, terminal
+from autograder.export import exports
+from autograder.grade import discovery, versions
+from autograder.records import store
+from autograder.report import terminal
 
 if TYPE_CHECKING:
-    from autograder.config import Course
-    from autograder.results import Submission
+    from autograder.course.config import Course
+    from autograder.records.results import Submission
 
 
 def _total(record: Submission, hand: float) -> float:
@@ -109,7 +113,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     records = store.load_results(out)
     by_key = {r.key: r for r in records}
     try:
-        tasks = grading.find_submissions(course, submitted)
+        tasks = discovery.find_submissions(course, submitted)
     except NoSubmissions:
         tasks = []
     grader = versions.grader_version()

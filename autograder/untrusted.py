@@ -27,10 +27,11 @@ import numbers
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any, TypeVar
 
 from autograder.errors import CourseError
+from autograder.records.store import replacing
 from selfcheck.wire import clean_text
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -251,3 +252,27 @@ def writer(fh: IO[str], columns: Sequence[str], ids: tuple[str, ...] = ()) -> Ca
     def write(row: Mapping) -> None:
         out.writerow({k: id_cell(v, k) if k in ids else cell(v) for k, v in row.items()})
     return write
+
+
+def write_csv(path: str, columns: Sequence[str], rows_: Iterable[Mapping[str, Any]],
+              ids: tuple[str, ...] = ()) -> str:
+    """Write rows (dicts) to ``path`` atomically: every text field quoted and spreadsheet-safe,
+    the ``ids`` columns unchanged (:func:`writer`). An id that cannot be
+    written unchanged stops the export (:class:`UnsafeId`), the file as it was."""
+    with replacing(path, newline="", encoding="utf-8", errors="replace") as fh:
+        write = writer(fh, columns, ids)
+        for row in rows_:
+            write(row)
+    return path
+
+
+_STUDENT_ID = re.compile(r"[^\s/\\:*?\"<>|\[\]]{1,100}")     # no path, no glob (nbgrader's --student)
+
+
+def student_id_problem(name: str) -> str | None:
+    """None when a folder name can be a student id, written unchanged in every export
+    (:func:`id_problem`), else why it cannot."""
+    if name.startswith(".") or not _STUDENT_ID.fullmatch(name) or clean_text(name) != name:
+        return "not a usable student id (control, space, path, glob or unprintable characters, or too long)"
+    why = id_problem(name)
+    return f"not a usable student id: {why}" if why else None

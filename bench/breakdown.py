@@ -30,8 +30,10 @@ from collections import defaultdict
 
 from _pytest import config as pytest_config, main as pytest_main
 
-from autograder import grading, pipeline, sandbox, store, suites
+from autograder import pipeline, sandbox
+from autograder.grade import grading, suites
 from autograder.nbgrader import settings
+from autograder.records import store
 from selfcheck import student as student_module
 from selfcheck.program import Program
 

@@ -45,8 +45,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-from autograder import cohort, config, grading  # noqa: E402
-from autograder.reporting import cohort_analysis  # noqa: E402
+from autograder.course import config
+from autograder.grade import discovery  # noqa: E402
+from autograder.mistakes import cohort
+from autograder.report import cohort_analysis  # noqa: E402
 from selfcheck.program import grade_id  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
@@ -162,7 +164,7 @@ def on_dask(submitted, work, workers):
     try:
         from distributed import Client
 
-        from autograder import cluster as dask_cluster, cluster_certs
+        from autograder.grade import cluster as dask_cluster, cluster_certs
     except ImportError:
         return None
     import signal
@@ -355,7 +357,7 @@ def main(argv=None):
     similarity_bench(course, submitted, work, n, similarity_per)
 
     from breakdown import report            # noqa: E402 - beside this script
-    sample = [t for t in grading.find_submissions(course, submitted)
+    sample = [t for t in discovery.find_submissions(course, submitted)
               if t.student in (("s000",) if args.smoke else ("s000", "s002"))]
     report(course, submitted, os.path.join(work, "breakdown"), sample, work)
 

@@ -49,7 +49,10 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
-from autograder import cohort, config, store, submission_time  # noqa: E402
+from autograder.course import config
+from autograder.grade import submission_time  # noqa: E402
+from autograder.mistakes import cohort
+from autograder.records import store
 
 BIN = os.path.dirname(sys.executable)
 SHARES = {"correct": 0.55, "mistaken": 0.25, "stub": 0.05, "hostile": 0.05, "missing": 0.10}
@@ -301,7 +304,8 @@ def measure_similarity(folder):
 
 def measure_gradebook(folder):
     """``NEW_HAND_INS`` new hand-ins (new students) into the gradebook, as ``course grade`` does."""
-    from autograder import grading, pipeline
+    from autograder import pipeline
+    from autograder.grade import discovery, grading
     course = config.load(os.path.join(folder, "course", "course.yaml"))
     out, submitted = os.path.join(folder, "out"), os.path.join(folder, "submitted")
     term = _term(folder)
@@ -314,7 +318,7 @@ def measure_gradebook(folder):
         for sub in ("submitted", "autograded"):
             shutil.rmtree(os.path.join(out, sub, student, aid), ignore_errors=True)
     students = {s for s, *_ in new}
-    tasks = [t for t in grading.find_submissions(course, submitted) if t.student in students]
+    tasks = [t for t in discovery.find_submissions(course, submitted) if t.student in students]
     records = [store.read_result(out, t.student, t.assignment) for t in tasks]
     batch = grading.Batch(records=records, graded=list(records))
     timings = {}

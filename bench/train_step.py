@@ -18,7 +18,7 @@ course. To include it, install the CPU wheel into the course's environment (then
 
 The reference attention layer is the solution notebook's (loaded through
 autograder/experiment/runs.py, which needs only numpy); the corpus is found as
-autograder/corpus.py says, without downloading.
+autograder/course/corpus.py says, without downloading.
 
 Without torch the script times the framework alone.
 
@@ -43,7 +43,7 @@ import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from autograder import config, corpus  # noqa: E402
+from autograder.course import config, corpus  # noqa: E402
 from autograder.experiment import runs  # noqa: E402
 
 SETUP = runs.Setup(config.load(str(ROOT / "course.yaml")))

@@ -53,8 +53,8 @@ import urllib.parse
 
 from jupyterhub.auth import PAMAuthenticator
 
-from autograder import config as course_config
-from autograder.corpus import CorpusError
+from autograder.course import config as course_config
+from autograder.course.corpus import CorpusError
 from autograder.hub.data import share_corpus
 from autograder.hub.sockets import Relay, pump, socket_folder, socket_url
 from autograder.hub.spawner import KERNEL_SOCKET, UNIX_PATH_MAX

@@ -5,7 +5,7 @@ import shutil
 
 import pytest
 
-from autograder import config
+from autograder.course import config
 
 
 # `make test` runs the files on two processes (pytest-xdist, --dist loadfile, in this order): the
@@ -27,7 +27,9 @@ def graded_demo(course, tmp_path_factory):
     copies it first (test_batch's ``graded_copy``)."""
     import fcntl
     import json
-    from autograder import cohort, pipeline, store
+    from autograder import pipeline
+    from autograder.mistakes import cohort
+    from autograder.records import store
     base = tmp_path_factory.getbasetemp()
     shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base     # pytest-xdist's workers
     folder = shared / "graded-demo"
@@ -118,7 +120,7 @@ def pytest_collection_modifyitems(config, items):
     training = [item for item in items if _needs_corpus(item)]
     if not training:
         return
-    from autograder import config as course_config, corpus
+    from autograder.course import config as course_config, corpus
     try:
         corpus.find(course_config.load())
     except corpus.CorpusError as exc:

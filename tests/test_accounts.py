@@ -23,7 +23,9 @@ import tempfile
 
 import pytest
 
-from autograder import cli, cohort, config, pipeline, sandbox
+from autograder import cli, pipeline, sandbox
+from autograder.course import config
+from autograder.mistakes import cohort
 
 pytestmark = pytest.mark.slow
 BIN = os.path.dirname(sys.executable)

@@ -17,11 +17,15 @@ import time
 
 import pytest
 
-from autograder import cli, cohort, grading, pipeline, store, versions
-from autograder import release as release_module
-from autograder.progress import Progress
-from autograder.reporting import exports, terminal
-from autograder.results import PartResult, Submission
+from autograder import cli, pipeline
+from autograder.export import exports
+from autograder.grade import discovery, grading, versions
+from autograder.grade.progress import Progress
+from autograder.mistakes import cohort
+from autograder.records import store
+from autograder.records.results import PartResult, Submission
+from autograder.release import assignments
+from autograder.report import terminal
 
 BIN = os.path.dirname(sys.executable)
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -94,7 +98,7 @@ def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(
                                                         / assignment.notebook)) is None
 
     # --force grades even an unchanged submission
-    subs = [s for s in grading.find_submissions(course, str(submitted)) if s.student == "untouched-stub"]
+    subs = [s for s in discovery.find_submissions(course, str(submitted)) if s.student == "untouched-stub"]
     forced = grading.grade_all(course, subs, str(folder), jobs=1, force=True)
     assert len(forced.graded) == len(subs) and forced.skipped == []
 
@@ -388,7 +392,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_an_exchange_of_
                                                                                         capsys):
     """The term with nbgrader's exchange somewhere else than <course>/exchange, as on a shared server."""
     import stat
-    from autograder import config
+    from autograder.course import config
     copy = course_copy(only_first)
     home = tmp_path / "course"
     assignment = copy.assignments[0]
@@ -436,7 +440,7 @@ def test_release_fetch_submit_collect_grade_and_feedback_through_an_exchange_of_
     page = home / "feedback" / "bob" / assignment.id / assignment.notebook.replace(".ipynb", ".html")
     text = page.read_text()
     assert f"{part.id}:" in text and "hidden" in text
-    for line in release_module._hidden_lines(copy):
+    for line in assignments._hidden_lines(copy):
         assert line not in text
     _nbgrader("release_feedback", assignment.id, cwd=home)
     desk = tmp_path / "bob"

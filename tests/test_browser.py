@@ -18,7 +18,8 @@ import urllib.request
 
 import pytest
 
-from autograder import cli, cohort
+from autograder import cli
+from autograder.mistakes import cohort
 from selfcheck.program import grade_id
 
 sync_api = pytest.importorskip("playwright.sync_api",

@@ -30,7 +30,10 @@ import urllib.request
 import pytest
 import yaml
 
-from autograder import cluster_certs, config, pipeline, store
+from autograder import pipeline
+from autograder.course import config
+from autograder.grade import cluster_certs
+from autograder.records import store
 
 distributed = pytest.importorskip("distributed", reason="Dask is not installed: pip install -e '.[cluster]' "
                                                         "(make test does)")
@@ -148,7 +151,7 @@ def tls_course(certs, copy_course, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cluster(certs, tls_course, tmp_path_factory):
-    from autograder import cluster as dask_cluster
+    from autograder.grade import cluster as dask_cluster
     made = Cluster(str(tmp_path_factory.mktemp("cluster-logs")), certs,
                    dask_cluster.security(tls_course, "the test's cluster"))
     try:
@@ -233,7 +236,7 @@ def test_without_the_courses_credentials_nothing_connects_runs_or_joins(course, 
                                                                         tmp_path):
     from distributed.security import Security
 
-    from autograder import cluster as dask_cluster
+    from autograder.grade import cluster as dask_cluster
     other = tmp_path / "another-set"                 # a complete set of another CA's, as a stranger makes
     cluster_certs.make(str(other), "intruder")
     honest = cluster.ready(workers=1)
@@ -339,7 +342,7 @@ def test_a_killed_worker_loses_nothing_and_grades_match_a_local_run(course, tls_
 
 
 def test_a_worker_with_another_course_refuses_with_one_line(course, tls_course, course_copy, cluster):
-    from autograder import cluster as dask_cluster
+    from autograder.grade import cluster as dask_cluster
 
     def slower(raw):
         raw["limits"]["time_per_test"] += 1
@@ -383,7 +386,7 @@ def test_a_vanished_scheduler_stops_the_batch_and_resume_finishes_it(course, tls
 
 
 def test_no_scheduler_is_one_line_and_nothing_graded(tls_course):
-    from autograder import cluster as dask_cluster
+    from autograder.grade import cluster as dask_cluster
     port = _free_port()                     # a port nothing listens on
     with pytest.raises(config.ConfigError, match=f"no Dask scheduler answers at tls://127.0.0.1:{port}"):
         dask_cluster.connect(tls_course, f"tls://127.0.0.1:{port}", timeout=2)

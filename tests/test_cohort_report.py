@@ -1,4 +1,4 @@
-"""The cohort report (autograder/reporting/cohort_analysis.py and cohort_page.py): counts by the
+"""The cohort report (autograder/report/cohort_analysis.py and cohort_page.py): counts by the
 catalogue's names, exactly the planted ones; the CSV and the page agree; a real browser renders it."""
 
 import csv
@@ -10,10 +10,11 @@ import subprocess
 
 import pytest
 
-from autograder import cli, cohort, pipeline
-from autograder.reporting.cohort_analysis import CSV
-from autograder.reporting.cohort_page import HTML
-from autograder.results import Check, PartResult
+from autograder import cli, pipeline
+from autograder.mistakes import cohort
+from autograder.records.results import Check, PartResult
+from autograder.report.cohort_analysis import CSV
+from autograder.report.cohort_page import HTML
 from selfcheck.program import grade_id
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

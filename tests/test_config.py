@@ -7,7 +7,7 @@ import shutil
 import pytest
 import yaml
 
-from autograder import config
+from autograder.course import config
 
 
 @pytest.fixture

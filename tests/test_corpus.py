@@ -1,4 +1,4 @@
-"""The course side of the corpus (autograder/corpus.py): where it looks, the checksum, the download."""
+"""The course side of the corpus (autograder/course/corpus.py): where it looks, the checksum, the download."""
 
 import hashlib
 import os
@@ -6,7 +6,7 @@ import types
 
 import pytest
 
-from autograder import corpus
+from autograder.course import corpus
 
 
 def _course(root, trains=True):

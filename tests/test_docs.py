@@ -6,8 +6,8 @@ import os
 import re
 import sys
 
-from autograder import cli
-from autograder.reporting import outputs
+from autograder import commands
+from autograder.export import outputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -37,7 +37,7 @@ def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean():
 
 
 def test_course_grade_prints_each_printed_output_from_the_list():
-    printed = cli._where("/grading")
+    printed = commands._where("/grading")
     for output in outputs.OUTPUTS:
         if output.label:
             assert os.path.basename(output.path.split("/<")[0]) in printed, output.path
@@ -50,7 +50,7 @@ def test_the_reference_is_made_from_the_code():
         import course_reference
     finally:
         sys.path.pop(0)
-    from autograder import config
+    from autograder.course import config
     commands = course_reference.commands_md()
     parser = course_reference.course_parser()
     _, subs = course_reference._subcommands(parser)

@@ -15,7 +15,9 @@ import time
 
 import pytest
 
-from autograder import cli, cohort, folders
+from autograder import cli
+from autograder.course import folders
+from autograder.mistakes import cohort
 from autograder.nbgrader import settings
 from test_accounts import accounts  # noqa: E402,F401 (a fixture)
 

@@ -543,7 +543,7 @@ def test_dataset_shuffles_each_epoch_reproducibly():
 
 
 def _real_corpus():
-    from autograder import config, corpus
+    from autograder.course import config, corpus
     try:
         return F.load_corpus(corpus.find(config.load(str(ROOT / "course.yaml")), download=False))
     except RuntimeError:
@@ -653,7 +653,7 @@ def test_notebook_reference_results_are_derived_from_the_experiment():
     """reference_results.json is generated from data/projection_removal.json, never edited by hand."""
     import json
 
-    from autograder import config
+    from autograder.course import config
     from autograder.experiment import runs, summary
     setup = runs.Setup(config.load(str(ROOT / "course.yaml")))
     results = json.loads(setup.default_out.read_text())

@@ -20,7 +20,7 @@ import sys
 import pytest
 
 import frontend_notebooks as front
-from autograder import cohort
+from autograder.mistakes import cohort
 from autograder.nbgrader import gradebook
 from test_nbgrader_paths import _env, formgrader
 

@@ -1,11 +1,11 @@
-"""The one reader of hand-ins (autograder/handin.py): no link anywhere below its folder, regular
+"""The one reader of hand-ins (autograder/grade/handin.py): no link anywhere below its folder, regular
 files only, bounded; and what collect copies of a hand-in."""
 
 import os
 
 import pytest
 
-from autograder import grading, handin
+from autograder.grade import discovery, handin
 from selfcheck.program import NotebookError
 
 
@@ -70,7 +70,7 @@ def test_find_submissions_leaves_linked_folders_out(course, submitted):
     (submitted / "eve").mkdir()
     os.symlink(submitted.parent / "solutions" / "attention", submitted / "eve" / "attention")
     refused = []
-    found = grading.find_submissions(course, str(submitted), refused)
+    found = discovery.find_submissions(course, str(submitted), refused)
     assert [task.key for task in found] == [("alice", "attention")]
     assert sorted(refused) == [("eve/attention", "a symbolic link, not a folder"),
                                ("mallory", "a symbolic link, not a folder")]

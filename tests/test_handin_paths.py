@@ -21,8 +21,9 @@ import time
 
 import pytest
 
-from autograder import cohort, release
+from autograder.mistakes import cohort
 from autograder.nbgrader import apps, exchange, gradebook, settings
+from autograder.release import assignments
 from test_accounts import accounts  # noqa: E402,F401 (a fixture)
 from test_nbgrader_paths import _call, _env, formgrader  # noqa: E402
 
@@ -51,7 +52,7 @@ def _hand_in(course, submitted, student, assignment, nb, extra=None):
 
 def _leaked(course, assignment, folder):
     """Lines of the solution that the files under ``folder`` show (tags and escapes undone)."""
-    lines = release._solution_lines(course, assignment)
+    lines = assignments._solution_lines(course, assignment)
     found = set()
     for top, _, files in os.walk(folder):
         for name in files:

@@ -52,7 +52,7 @@ def hostile_course(tmp_path_factory):
     """A copy of the course whose parts have ``PART_BUDGET`` seconds each, so the submission that
     is slow in every call costs that budget, not the course's larger one."""
     import yaml
-    from autograder import config, corpus
+    from autograder.course import config, corpus
     root = tmp_path_factory.mktemp("course")
     for name in ("solutions", "assignments", "tests", "data"):
         shutil.copytree(os.path.join(config.ROOT, name), root / name,
@@ -167,7 +167,7 @@ def test_honest_grades_are_exactly_what_they_are_alone(batch):
     """The hostile students never touch another grade: each honest one, graded again alone, agrees."""
     import concurrent.futures as cf
     import multiprocessing
-    from autograder.grading import grade_submission
+    from autograder.grade.submission import grade_submission
     course = batch["course"]
     honest = list(CATALOGUE.HONEST.items())
     paths = [str(batch["submitted"] / s / a / course.assignment(a).notebook) for s, (a, _) in honest]
@@ -308,14 +308,14 @@ def test_every_export_holds_clean_spreadsheet_safe_text(batch):
 def test_no_solution_source_reaches_a_student(batch):
     """The other parts' reference code is not in the student's process: a submission that hunts
     for it there and raises what it finds shows nothing of it."""
-    from autograder import release
+    from autograder.release import assignments
     course = batch["course"]
     from selfcheck.program import grade_id, read_notebook, source
     assignment = course.assignment("attention")
     # the page shows the student's own written answers (here the model answers, handed in)
     handed_in = read_notebook(str(batch["submitted"] / "reads-the-stand-ins" / "attention" / "attention.ipynb"))
     own = "\n".join(source(c) for c in handed_in["cells"] if grade_id(c) in assignment.written)
-    lines = [line for line in release._solution_lines(course, assignment) if line not in own]
+    lines = [line for line in assignments._solution_lines(course, assignment) if line not in own]
     seen = " ".join(r["reason"] for r in _rows(batch, "reads-the-stand-ins").values())
     with open(batch["out"] / "reports" / "reads-the-stand-ins" / "attention.html", encoding="utf-8") as fh:
         seen += fh.read()
@@ -646,7 +646,10 @@ def test_a_part_has_a_total_time_budget(tmp_path, kind):
 def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, monkeypatch, capsys):
     """When the sandbox cannot start, nothing is recorded as the student's score: the part is not
     graded, parts.csv leaves the score empty, and the next run grades it again."""
-    from autograder import cli, cohort, grading, store, versions
+    from autograder import cli
+    from autograder.grade import submission, versions
+    from autograder.mistakes import cohort
+    from autograder.records import store
     from selfcheck.student import InfrastructureError
 
     class Broken:
@@ -659,7 +662,7 @@ def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, mo
     assignment = course.assignment("attention")
     path = cohort.write(cohort.solved(course, assignment), str(tmp_path / "in"), "honest", assignment)
     with pytest.raises(InfrastructureError):
-        grading.grade_submission(course, "attention", "honest", path)
+        submission.grade_submission(course, "attention", "honest", path)
     out = tmp_path / "out"
     assert cli.main(["grade", str(tmp_path / "in"), "--out", str(out), "--jobs", "1"]) == 0
     printed = capsys.readouterr().out
@@ -674,7 +677,8 @@ def test_a_sandbox_that_cannot_start_is_the_graders_failure(course, tmp_path, mo
 def test_course_check_runs_in_the_sandbox(course, tmp_path):
     """`course check` runs a notebook's code as grading does: it cannot read the hidden suites or
     write into the release it is checked against."""
-    from autograder import cli, cohort
+    from autograder import cli
+    from autograder.mistakes import cohort
     if not ISOLATED:
         pytest.xfail(sandbox.describe())
     assignment = course.assignment("attention")

@@ -42,7 +42,9 @@ import urllib.parse
 import pytest
 import yaml
 
-from autograder import cohort, config, corpus, pipeline
+from autograder import pipeline
+from autograder.course import config, corpus
+from autograder.mistakes import cohort
 from selfcheck.program import grade_id
 from test_accounts import accounts, python_shown  # noqa: F401 - accounts is a fixture
 from test_browser import (LAB_SETTINGS, _assignment_list, _cells, _hand_grade, _index, _run,  # noqa: F401

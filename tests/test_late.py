@@ -12,8 +12,12 @@ import sys
 import pytest
 import yaml
 
-from autograder import cli, cohort, config, late, store, submission_time
-from autograder.config import LatePolicy
+from autograder import cli
+from autograder.course import config, late
+from autograder.course.config import LatePolicy
+from autograder.grade import submission_time
+from autograder.mistakes import cohort
+from autograder.records import store
 
 BIN = os.path.dirname(sys.executable)
 POLICY = LatePolicy(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5, zero_after_days=7)
@@ -148,7 +152,7 @@ def test_lms_files_have_the_documented_headers_rounding_penalties_and_roster(ter
 
 
 def test_scores_are_rounded_half_up_to_two_decimals():
-    from autograder.reporting import lms
+    from autograder.export import lms
     assert [lms.rounded(x) for x in (9.193999999999999, 2.675, 7.2, 0, "")] == ["9.19", "2.68", "7.20", "0.00", ""]
 
 
@@ -252,11 +256,11 @@ def test_resume_after_an_interrupted_forced_batch_finishes_it(term, capsys):
 
 def test_an_untouched_stubs_parts_are_not_attempted_and_scored_zero(course, tmp_path):
     """Not an error: nothing of the student's ran, so it stays out of "parts not graded normally"."""
-    from autograder import grading
-    from autograder.results import NOT_ATTEMPTED
+    from autograder.grade import submission
+    from autograder.records.results import NOT_ATTEMPTED
     assignment = course.assignments[0]
     path = cohort.write(cohort.stub(course, assignment), str(tmp_path), "s", assignment)
-    record = grading.grade_submission(course, assignment.id, "s", path)
+    record = submission.grade_submission(course, assignment.id, "s", path)
     assert [(p.status, p.score) for p in record.parts] == [(NOT_ATTEMPTED, 0.0)] * len(assignment.parts)
 
 
@@ -277,17 +281,17 @@ def test_a_db_url_set_mid_term_stops_the_export_rather_than_lose_hand_grades(ter
 
 
 def test_a_stub_with_the_students_code_in_a_cell_of_their_own_is_attempted(course):
-    from autograder import grading
+    from autograder.grade import submission
     assignment = course.assignments[0]
     part = assignment.parts[0]
     stub = cohort.stub(course, assignment)
     release = cohort.stub(course, assignment)
-    assert grading.not_attempted(stub, release, set(part.cells), set())
+    assert submission.not_attempted(stub, release, set(part.cells), set())
     added = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
              "source": "def softmax(x):\n    return x"}
     stub["cells"].insert(1 + next(i for i, c in enumerate(stub["cells"])
                                   if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == part.cells[0]), added)
-    assert not grading.not_attempted(stub, release, set(part.cells), set())
+    assert not submission.not_attempted(stub, release, set(part.cells), set())
 
 
 @pytest.mark.slow

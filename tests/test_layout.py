@@ -31,7 +31,7 @@ MODULES = _modules()
 
 
 def _ours(name):
-    """The module of ours that ``name`` is or lies in (``autograder.store.write`` -> ``autograder.store``)."""
+    """The module of ours that ``name`` is or lies in (``autograder.records.store.write`` -> ``autograder.records.store``)."""
     while name and name not in MODULES:
         name = name.rpartition(".")[0]
     return name or None
@@ -88,29 +88,51 @@ def _under(module, prefix):
     return module == prefix or module.startswith(prefix + ".")
 
 
-# (who, what it must not import, why): the layers of README's "How a submission is graded"
-LAYERS = [
-    ("selfcheck", ["autograder"], "the self-check kit is released to students alone"),
-    ("autograder.results", ["autograder", "selfcheck.student", "selfcheck.child", "selfcheck.launch"],
+# (room, the rooms of ours it may import, why): each room stands on the ones below it; the
+# command line (cli), the pipeline and `course status` are the only modules that join them
+ROOMS = [
+    ("selfcheck", ["selfcheck"], "the self-check kit is released to students alone"),
+    ("autograder.errors", [], "the course's errors stand on nothing"),
+    ("autograder.records.results", ["selfcheck.causes"],
      "the one typed record stands on nothing of the grader (its words for a failure are the checks')"),
-    ("autograder.store", ["autograder.grading", "autograder.versions", "autograder.suites",
-                          "autograder.reporting", "autograder.nbgrader", "autograder.pipeline"],
+    ("autograder.records", ["autograder.records", "selfcheck.causes"],
      "storing results knows the record, not how it was made or shown"),
-    ("autograder.sandbox", ["autograder.grading", "autograder.suites", "autograder.store",
-                            "autograder.versions", "autograder.reporting", "autograder.nbgrader",
-                            "autograder.pipeline", "autograder.cli"],
+    ("autograder.untrusted", ["autograder.errors", "autograder.records.store", "selfcheck.wire"],
+     "the guard at every edge knows how to write text, nothing of grades"),
+    ("autograder.course", ["autograder.course", "autograder.errors", "autograder.untrusted", "autograder.records",
+                           "selfcheck"], "course.yaml and what stands beside it are read before anything runs"),
+    ("autograder.sandbox", ["autograder.sandbox", "autograder.course", "selfcheck"],
      "the sandbox runs a process; it knows nothing of grades"),
-    ("autograder.grading", ["autograder.reporting", "autograder.nbgrader", "autograder.pipeline",
-                            "autograder.cli"], "grading makes results; others show and record them"),
-    ("autograder.reporting", ["autograder.nbgrader", "autograder.sandbox", "autograder.pipeline",
-                              "autograder.cli"], "the exports and pages are made from results alone"),
-    ("autograder.nbgrader", ["autograder.release", "autograder.pipeline", "autograder.cli"],
+    ("autograder.grade.suites", ["autograder.grade.suites", "autograder.grade.reference_answers",
+                                 "autograder.grade.versions", "autograder.grade.handin", "autograder.course",
+                                 "autograder.records", "autograder.sandbox", "selfcheck"],
+     "one part's suites know nothing of a batch"),
+    ("autograder.grade", ["autograder.grade", "autograder.course", "autograder.records", "autograder.sandbox",
+                          "autograder.errors", "autograder.untrusted", "selfcheck"],
+     "grading makes results; others show and record them"),
+    ("autograder.mistakes", ["autograder.mistakes", "autograder.grade", "autograder.course", "selfcheck"],
+     "the catalogue is graded like any submission"),
+    ("autograder.export", ["autograder.export", "autograder.course", "autograder.records", "autograder.untrusted"],
+     "the exports are made from the records alone"),
+    ("autograder.report", ["autograder.report", "autograder.export", "autograder.grade", "autograder.mistakes",
+                           "autograder.course", "autograder.records", "autograder.untrusted", "selfcheck"],
+     "the pages are made from the records and the hand-ins, never from nbgrader"),
+    ("autograder.nbgrader", ["autograder.nbgrader", "autograder.release.selfcheck_kit", "autograder.grade",
+                             "autograder.course", "autograder.records", "autograder.errors", "autograder.untrusted",
+                             "autograder.lazy_iri", "selfcheck"],
      "nbgrader's extensions are called by the course's commands, never the other way round"),
-    ("autograder.suites", ["autograder.grading"], "one part's suites know nothing of a batch"),
+    ("autograder.release", ["autograder.release", "autograder.nbgrader.apps", "autograder.grade.suites",
+                            "autograder.course", "autograder.errors", "selfcheck"],
+     "a release is made from the solutions, through nbgrader"),
+    ("autograder.hub", ["autograder.hub", "autograder.course", "autograder.nbgrader"],
+     "the hub's code serves notebooks; it never grades"),
+    ("autograder.experiment", ["autograder.experiment", "autograder.course", "selfcheck"],
+     "the chapter's experiment runs on its own"),
 ]
-# module -> the only modules that import it: the command line parses and prints, and runs the
-# pipeline, which runs the stages
-ENTRIES = {"autograder.cli": {"autograder.__main__"}, "autograder.pipeline": {"autograder.cli"}}
+# module -> the only modules that import it: the command line parses, its commands print and run
+# the pipeline, which runs the stages
+ENTRIES = {"autograder.cli": {"autograder.__main__"}, "autograder.commands": {"autograder.cli"},
+           "autograder.pipeline": {"autograder.commands"}, "autograder.status": {"autograder.commands", "autograder.pipeline"}}
 
 
 def test_no_module_of_the_grader_is_over_400_lines():
@@ -132,16 +154,28 @@ def test_a_circle_is_found():
 def test_relative_and_lazy_imports_are_read():
     """Imports in a function and relative ones are dependencies too."""
     assert "autograder.sandbox.jails" in GRAPH["autograder.sandbox"]
-    assert "selfcheck.limits" in GRAPH["autograder.config"]
+    assert "selfcheck.limits" in GRAPH["autograder.course.config"]
 
 
-@pytest.mark.parametrize("who, forbidden, why", LAYERS, ids=[f"{w}-{f[0]}" for w, f, _ in LAYERS])
-def test_the_layers_of_how_a_submission_is_graded(who, forbidden, why):
+def _room(module):
+    """The most specific room of ROOMS that ``module`` lies in, or None (an entry point)."""
+    found = [room for room in ROOMS if _under(module, room[0])]
+    return max(found, key=lambda room: len(room[0]), default=None)
+
+
+@pytest.mark.parametrize("room, allowed, why", ROOMS, ids=[room for room, _, _ in ROOMS])
+def test_each_room_stands_on_the_rooms_below_it(room, allowed, why):
     broken = [f"{module} imports {target}"
-              for module, targets in GRAPH.items() if _under(module, who)
-              for target in targets for prefix in forbidden
-              if _under(target, prefix) and not _under(target, who)]
+              for module, targets in GRAPH.items() if _room(module) and _room(module)[0] == room
+              for target in targets if not any(_under(target, prefix) for prefix in allowed)]
     assert not broken, f"{why}:\n" + "\n".join(broken)
+
+
+def test_every_module_is_in_a_room_or_an_entry_point():
+    """The grader's top level holds only what joins the rooms (and the shims nothing imports)."""
+    loose = sorted(m for m in MODULES if _room(m) is None)
+    assert loose == ["autograder", "autograder.__main__", "autograder.cli", "autograder.commands", "autograder.lazy_iri",
+                     "autograder.nbgrader_bridge", "autograder.pipeline", "autograder.status"], loose
 
 
 @pytest.mark.parametrize("entry", sorted(ENTRIES))

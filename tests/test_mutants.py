@@ -13,7 +13,7 @@ docs/mistakes.md rendered from it, must be current.
 A submission's other parts are graded from a program in which this part's cells are
 the reference's (selfcheck/program.py), so "only that part" is checked exactly and
 cheaply: the program every other part runs must be identical to the reference's. The
-part itself is graded for real (autograder/mistakes.py), in a pool of two processes.
+part itself is graded for real (autograder/mistakes/catalogue.py), in a pool of two processes.
 A further student per part has only that part written (every other part left as the
 stub) and must still get full marks in it: no double jeopardy.
 
@@ -26,7 +26,8 @@ import os
 
 import pytest
 
-from autograder import cohort, config, mistakes
+from autograder.course import config
+from autograder.mistakes import catalogue, cohort
 from selfcheck.program import grade_id, program, read_notebook, source
 
 pytestmark = [pytest.mark.slow, pytest.mark.corpus]   # grades every catalogued mistake
@@ -57,7 +58,7 @@ def _patched(nb, part):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory, request):
-    by_part = mistakes.grade_catalogue(COURSE, tmp_path_factory.mktemp("mutants"), prepare=_patched)
+    by_part = catalogue.grade(COURSE, tmp_path_factory.mktemp("mutants"), prepare=_patched)
     rows = [row for part_rows in by_part.values() for row in part_rows]
     caught = sum(1 for _, kind, *_, r in rows if kind == "mistake" and r["score"] < r["max_score"])
     passed = sum(1 for _, kind, *_, r in rows if kind == "correct" and r["score"] == r["max_score"])
@@ -153,24 +154,24 @@ def test_every_mistake_s_first_line_names_it(graded, assignment, part):
 def test_the_first_sentence_names_at_least_90_percent_of_the_held_out_mistakes(graded, request):
     """Mistakes kept out of writing the diagnoses (tests/mutants/held_out/): each loses points, and the
     first sentence of the part's reason names at least 90% of them."""
-    data = mistakes.catalogue(COURSE, graded)
+    data = catalogue.summary(COURSE, graded)
     named, total = data["held_out_named"]
     request.config._course_summary = getattr(request.config, "_course_summary", []) + [
         f"held-out mistakes named by the first sentence of the part's reason: {named} of {total}"]
     free = [(p["part"], e["name"]) for p in data["parts"] for e in p["held_out"] if e["score"] >= e["max_score"]]
     assert total >= 20 and not free, f"held-out mistakes that got full marks: {free}"
     missed = [(p["part"], e["name"], e["mistake"], e["diagnosed"]) for p in data["parts"] for e in p["held_out"]
-              if not mistakes.names_it(e)]
+              if not catalogue.names_it(e)]
     assert named >= 0.9 * total, f"{named} of {total} held-out mistakes named; not named: {missed}"
 
 
 def test_the_catalogue_and_its_page_are_current(graded):
-    data = mistakes.catalogue(COURSE, graded)
-    fresh = {mistakes.DATA: json.dumps(data, indent=1, ensure_ascii=False) + "\n", mistakes.PAGE: mistakes.page(data)}
+    data = catalogue.summary(COURSE, graded)
+    fresh = {catalogue.DATA: json.dumps(data, indent=1, ensure_ascii=False) + "\n", catalogue.PAGE: catalogue.page(data)}
     for name, text in fresh.items():
         with open(os.path.join(COURSE.root, name), encoding="utf-8") as fh:
             committed = fh.read()
-        assert mistakes.comparable(committed) == mistakes.comparable(text), \
+        assert catalogue.comparable(committed) == catalogue.comparable(text), \
             f"{name} is out of date: run `course mistakes` and commit it"
 
 
@@ -178,9 +179,9 @@ def test_a_layer_that_does_not_attend_earns_no_check_about_attention(tmp_path):
     """A weighted-attention layer that never looks at another position (out(value(x))), and the
     untouched stub, pass no check of the layer's attention; a shape alone carries no points. Only
     the parameter counts (the removal switch, which that layer does write) may pass."""
-    from autograder.grading import grade_submission
+    from autograder.grade.submission import grade_submission
     assignment = COURSE.assignment("weighted_attention")
-    entries = {name: entry for _, name, entry in mistakes.cases(COURSE, assignment, assignment.parts[0])}
+    entries = {name: entry for _, name, entry in catalogue.cases(COURSE, assignment, assignment.parts[0])}
     mistakes_, _ = cohort.catalogue(COURSE, "projection_removal")
     counts = {"test_parameter_counts", "test_parameter_counts_of_the_chapter_model",
               "test_parameter_counts_random_widths"}

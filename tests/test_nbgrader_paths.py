@@ -19,7 +19,9 @@ import urllib.request
 
 import pytest
 
-from autograder import cli, cohort, pipeline, store
+from autograder import cli, pipeline
+from autograder.mistakes import cohort
+from autograder.records import store
 
 pytestmark = pytest.mark.slow
 

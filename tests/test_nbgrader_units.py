@@ -17,11 +17,12 @@ from nbgrader.preprocessors import ComputeChecksums, OverwriteCells, SaveCells
 from traitlets.config import Config
 from traitlets.utils.importstring import import_item
 
-from autograder import selfcheck_kit, store
 from autograder.nbgrader import settings, staging
+from autograder.records import store
+from autograder.release import selfcheck_kit
 from autograder.nbgrader.preprocessors import (AddSelfCheckKit, ApplyResults, Refuse, RestoreCells,
                                                SanitizeMarkdown)
-from autograder.results import Submission
+from autograder.records.results import Submission
 from selfcheck.program import read_notebook, source
 
 
@@ -614,7 +615,7 @@ def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_check
 def test_the_written_answers_are_read_through_the_reader(course, tmp_path):
     """An autograded notebook that is a link (to the solution) gives no answers; a real one its
     answers, rendered safely."""
-    from autograder import cohort
+    from autograder.mistakes import cohort
     from autograder.nbgrader.answers import written_answers
     assignment = course.assignment("attention")
     folder = tmp_path / "autograded" / "linked" / assignment.id

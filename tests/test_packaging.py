@@ -13,8 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 RENDER = """
 import autograder, sys
-from autograder.reporting import cohort_analysis, cohort_page, feedback
-from autograder.results import PartResult, Submission
+from autograder.records.results import PartResult, Submission
+from autograder.report import cohort_analysis, cohort_page, feedback
 assert autograder.__file__.startswith(sys.argv[1]), autograder.__file__
 record = Submission("s", "a", "a.ipynb", [PartResult("p", 1, 2, "partial", "why")])
 print(feedback.feedback_page(record))

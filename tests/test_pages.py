@@ -7,9 +7,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from autograder import cohort
-from autograder.reporting import cohort_analysis, cohort_page, feedback
-from autograder.results import Check, PartResult, Submission
+from autograder.mistakes import cohort
+from autograder.records.results import Check, PartResult, Submission
+from autograder.report import cohort_analysis, cohort_page, feedback
 
 ODD = "</dd></pre><script>alert('x')</script><img src=x onerror=alert(1)> & \"quoted\" 'single' =1+2"
 
@@ -115,7 +115,7 @@ def test_the_cohort_histograms_count_a_score_set_by_hand(course):
 
 
 def test_a_histogram_is_laid_out_to_scale_with_whole_counts():
-    from autograder.reporting import histograms
+    from autograder.report import histograms
     h = histograms.scores("softmax", 4, [1, 0, 0, 0, 0, 0, 3, 6])
     assert [b.says for b in h.bars][::7] == ["0-0.5: 1", "3.5-4: 6"] and len(h.bars) == 8
     counts = [1, 0, 0, 0, 0, 0, 3, 6]

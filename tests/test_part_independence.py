@@ -7,8 +7,9 @@ the better result is kept, saying so. A timeout is named in the first line, with
 
 import pytest
 
-from autograder import cohort, grading, suites
-from autograder.results import Check, PartResult
+from autograder.grade import submission, suites
+from autograder.mistakes import cohort
+from autograder.records.results import Check, PartResult
 
 # correct, but pure Python with a short pause per call: fine for softmax's own checks, far too
 # slow for the thousands of calls the scale experiment makes
@@ -41,7 +42,7 @@ def test_a_slow_but_correct_softmax_costs_the_causal_mask_part_nothing(course_co
     assignment = course.assignment("attention")
     path = cohort.write(cohort.solved(course, assignment, {"softmax": SLOW_SOFTMAX}), str(tmp_path / "in"),
                         "slow", assignment)
-    record = grading.grade_submission(course, "attention", "slow", path)
+    record = submission.grade_submission(course, "attention", "slow", path)
     parts = {p.part: p for p in record.parts}
     assert parts["softmax"].status == "passed", parts["softmax"].reason
     mask = parts["causal_mask"]

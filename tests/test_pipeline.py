@@ -14,8 +14,8 @@ import sys
 
 import pytest
 
-from autograder import release
-from autograder.reporting import exports
+from autograder.export import exports
+from autograder.release import assignments
 
 
 def _grades(folder):
@@ -25,11 +25,11 @@ def _grades(folder):
 
 @pytest.mark.slow
 def test_the_committed_release_is_in_sync(course):
-    assert release.differences(course) == [], "run `course release` and commit assignments/"
+    assert assignments.differences(course) == [], "run `course release` and commit assignments/"
 
 
 def test_the_release_leaks_nothing(course):
-    assert release.leaks(course) == []
+    assert assignments.leaks(course) == []
 
 
 def test_leak_detection_finds_solution_and_hidden_text(course, tmp_path):
@@ -37,10 +37,10 @@ def test_leak_detection_finds_solution_and_hidden_text(course, tmp_path):
     assignment = course.assignments[0]
     copy = tmp_path / "release"
     shutil.copytree(os.path.join(course.root, "assignments"), copy)
-    line = next(l.strip() for l in release._solution_lines(course, assignment))
+    line = next(l.strip() for l in assignments._solution_lines(course, assignment))
     with open(copy / assignment.id / "extra.py", "w") as fh:
         fh.write(line + "\n### BEGIN HIDDEN TESTS\n")
-    found = release.leaks(course, str(copy))
+    found = assignments.leaks(course, str(copy))
     assert any("solution code" in what for _, what in found)
     assert any("marker" in what for _, what in found)
 
@@ -72,12 +72,12 @@ def test_a_refused_release_writes_nothing_and_given_lines_are_no_leak(course_cop
     # a given cell shows students a line the solution also has: public, so not a leak
     nb = nbformat.read(solution, as_version=4)
     code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
-    line = next(l for l in sorted(release._solution_lines(copy, assignment)) if l in code and not l.endswith(":"))
+    line = next(l for l in sorted(assignments._solution_lines(copy, assignment)) if l in code and not l.endswith(":"))
     given = next(c for c in nb.cells if c.cell_type == "code" and not c.metadata["nbgrader"].get("solution"))
     given.source += f"\n\n\ndef shown_in_class():\n    {line}\n"
     nbformat.write(nb, solution)
     # ... but a support file carrying a hidden check is, and the points change with it
-    hidden = sorted(release._hidden_lines(copy))[0]
+    hidden = sorted(assignments._hidden_lines(copy))[0]
     with open(copy.source(assignment, "notes.py"), "w") as fh:
         fh.write(f"# {hidden}\n")
     copy = course_copy(lambda raw: raw["assignments"][assignment.id]["parts"][part.id].update(
@@ -115,7 +115,7 @@ def test_nbgraders_own_generate_assignment_releases_what_course_release_does(cou
                           env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     # the copy's assignments/ still holds the other assignments' folders
-    assert [d for d in release.differences(copy) if d.split(os.sep)[0] == aid] == []   # the kit included
+    assert [d for d in assignments.differences(copy) if d.split(os.sep)[0] == aid] == []   # the kit included
 
 
 @pytest.mark.slow
@@ -143,7 +143,7 @@ def test_reference_full_marks_and_stubs_zero(graded_demo):
 
 @pytest.mark.slow
 def test_each_mistake_loses_points_in_its_own_part_only(course, graded_demo):
-    from autograder import cohort
+    from autograder.mistakes import cohort
     folder, _, students = graded_demo
     rows = _grades(folder)
     owners = {}
@@ -232,7 +232,7 @@ def test_autograded_notebooks_exist_for_formgrader(course, graded_demo):
 @pytest.mark.slow
 def test_feedback_shows_no_hidden_test_source(course, graded_demo):
     folder, records, _ = graded_demo
-    hidden = release._hidden_lines(course)
+    hidden = assignments._hidden_lines(course)
     pages = list((folder / "reports").rglob("*.html"))
     assert len(pages) == len(records)
     for page in pages:
@@ -259,7 +259,7 @@ def _selfcheck(folder, *extra):
 @pytest.mark.slow
 @pytest.mark.corpus
 def test_selfcheck_in_a_released_folder(course, release_copy):
-    from autograder import cohort
+    from autograder.mistakes import cohort
     for assignment in course.assignments:
         folder = release_copy(assignment)
         stub = _selfcheck(folder)
@@ -276,7 +276,8 @@ def test_selfcheck_in_a_released_folder(course, release_copy):
 
 @pytest.mark.slow
 def test_course_check_exit_codes(course, tmp_path):
-    from autograder import cli, cohort
+    from autograder import cli
+    from autograder.mistakes import cohort
     assignment = course.assignments[0]
     stub = cohort.write(cohort.stub(course, assignment), str(tmp_path), "a", assignment)
     good = cohort.write(cohort.solved(course, assignment), str(tmp_path), "b", assignment)
@@ -286,7 +287,9 @@ def test_course_check_exit_codes(course, tmp_path):
 
 @pytest.mark.slow      # `course grade` loads nbgrader first: seconds
 def test_a_missing_corpus_stops_grading_with_one_line(course, tmp_path, monkeypatch, capsys):
-    from autograder import cli, cohort, corpus
+    from autograder import cli
+    from autograder.course import corpus
+    from autograder.mistakes import cohort
     needing = [a for a in course.assignments if corpus.needs_corpus(course, a)]
     if not needing:
         pytest.skip("no assignment trains on the corpus")

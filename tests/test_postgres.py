@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from autograder import cli, pipeline, store
+from autograder import cli, pipeline
 from autograder.nbgrader import gradebook
+from autograder.records import store
 
 import postgres_server  # noqa: E402 - tests/postgres_server.py
 from test_batch import _small_cohort  # noqa: E402

@@ -6,7 +6,8 @@ import os
 
 import pytest
 
-from autograder import cli, cohort
+from autograder import cli
+from autograder.mistakes import cohort
 
 pytestmark = pytest.mark.slow
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from autograder import store
-from autograder.results import VERSION, Check, PartResult, Submission
+from autograder.records import store
+from autograder.records.results import VERSION, Check, PartResult, Submission
 
 # a results/<student>/<assignment>.json as the grader before typed records wrote it
 VERSION_1 = {

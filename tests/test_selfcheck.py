@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from autograder import cohort, corpus
-from autograder.grading import grade_submission
+from autograder.course import corpus
+from autograder.grade.submission import grade_submission
+from autograder.mistakes import cohort
 from selfcheck.program import grade_id
 
 pytestmark = [pytest.mark.slow, pytest.mark.corpus]   # real kernels and `pytest` in released folders

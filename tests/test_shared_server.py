@@ -23,7 +23,10 @@ import tempfile
 import pytest
 import yaml
 
-from autograder import cli, cohort, config, pipeline, submission_time
+from autograder import cli, pipeline
+from autograder.course import config
+from autograder.grade import submission_time
+from autograder.mistakes import cohort
 from selfcheck.program import grade_id, source
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Similarity flags (autograder/similarity.py): near-copies are flagged wherever grading finds the
+"""Similarity flags (autograder/report/similarity.py): near-copies are flagged wherever grading finds the
 code, alone or in groups; independent solutions and the known ways to write them are not.
 
 Fast: notebooks are built in memory or written to a temporary folder, and never graded.
@@ -14,9 +14,9 @@ import tokenize
 
 import numpy as np
 
-from autograder import cohort, similarity
-from autograder.reporting import cohort_analysis, similarity_cache
-from autograder.results import Submission
+from autograder.mistakes import cohort
+from autograder.records.results import Submission
+from autograder.report import cohort_analysis, similarity, similarity_cache
 from selfcheck.program import grade_id, read_notebook, source
 
 # A correct solution of the attention assignment's first part that neither the reference nor

@@ -20,7 +20,11 @@ import urllib.request
 import pytest
 import yaml
 
-from autograder import cli, cohort, config, store, submission_time
+from autograder import cli
+from autograder.course import config
+from autograder.grade import submission_time
+from autograder.mistakes import cohort
+from autograder.records import store
 
 from test_nbgrader_paths import _call, formgrader  # noqa: E402
 
@@ -297,7 +301,7 @@ def test_the_feedback_page_leads_with_the_total_every_export_gives(term):
 
 
 def test_an_assignment_not_yet_due_is_empty_in_the_lms_files_and_the_grace_costs_no_gradescope_test(term):
-    from autograder.reporting import lms
+    from autograder.export import lms
     tiny = term.course.assignments[1].id
     with open(term.out / lms.CANVAS, newline="") as fh:
         canvas = {r["SIS Login ID"]: r for r in csv.DictReader(fh)}

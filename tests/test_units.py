@@ -13,8 +13,10 @@ import os
 import numpy as np
 import pytest
 
-from autograder import grading, selfcheck_kit, store, suites, versions
-from autograder.results import Check, PartResult, Submission
+from autograder.grade import discovery, grading, suites, versions
+from autograder.records import store
+from autograder.records.results import Check, PartResult, Submission
+from autograder.release import selfcheck_kit
 from selfcheck.program import program
 
 
@@ -120,7 +122,7 @@ def _graded(course, tmp_path, student="ann"):
                         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
                         suites=versions.suite_versions(course, assignment.id))
     store.write_result(str(tmp_path / "out"), record)
-    return grading.Task(student, assignment.id, str(path)), record
+    return discovery.Task(student, assignment.id, str(path)), record
 
 
 def test_an_unchanged_submission_is_kept_and_every_change_is_named(course, tmp_path):
@@ -139,7 +141,7 @@ def test_an_unchanged_submission_is_kept_and_every_change_is_named(course, tmp_p
 
 def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
     kept, record = _graded(course, tmp_path, "ann")
-    new = grading.Task("bob", kept.assignment, kept.path.replace("/ann/", "/bob/"))
+    new = discovery.Task("bob", kept.assignment, kept.path.replace("/ann/", "/bob/"))
     planned = grading.plan(course, [kept, new], str(tmp_path / "out"), grader="g1")
     assert planned.todo == [new] and planned.valid == [record] and planned.previous == {kept.key: record}
     forced = grading.plan(course, [kept, new], str(tmp_path / "out"), force=True, grader="g1")
@@ -148,7 +150,7 @@ def test_plan_grades_what_is_stale_and_keeps_what_is_not(course, tmp_path):
 
 def test_a_batch_grades_the_longest_submissions_first(course):
     """Training assignments first while nothing is known; then by each assignment's mean seconds."""
-    tasks = [grading.Task(s, a.id, f"/x/{s}/{a.id}") for s in ("ann", "bob") for a in course.assignments]
+    tasks = [discovery.Task(s, a.id, f"/x/{s}/{a.id}") for s in ("ann", "bob") for a in course.assignments]
     first = grading.longest_first(course, tasks, {})
     assert {t.assignment for t in first[:2]} == {"weighted_attention"}
     took = {"attention": 9.0, "tiny_transformer": 1.0, "weighted_attention": 4.0}
@@ -215,7 +217,7 @@ def test_pictures_and_the_students_pytest_plugin_are_not_part_of_the_grader_vers
     versions.grader_version()
     names = {os.path.basename(p) for p in hashed}
     assert "plots.py" not in names and "plugin.py" not in names
-    assert {"program.py", "student.py", "checks.py", "handin.py", "grading.py", "suites.py", "jails.py"} <= names
+    assert {"program.py", "student.py", "checks.py", "handin.py", "grading.py", "submission.py", "suites.py", "jails.py"} <= names
 
 
 def test_a_cell_too_deep_or_too_large_to_parse_is_a_cell_that_does_not_load():

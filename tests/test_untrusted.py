@@ -14,11 +14,13 @@ import os
 
 import pytest
 
-from autograder import cli, handin, roster, store, untrusted
+from autograder import cli, untrusted
+from autograder.course import roster
 from autograder.errors import CourseError
+from autograder.export import lms
 from autograder.nbgrader import settings
-from autograder.reporting import exports, lms
-from autograder.results import PartResult, Submission
+from autograder.records import store
+from autograder.records.results import PartResult, Submission
 
 # what reached an instructor's terminal: a title, a cleared screen, a clipboard write, hidden text
 ATTACKS = ["\x1b]0;pwned\x07", "\x1b[2J\x1b[H", "\x1b]52;c;cHduZWQ=\x07", "\x1b[8mhidden\x1b[0m",
@@ -71,7 +73,7 @@ def test_every_log_record_shows_its_text():
 @pytest.mark.parametrize("good", ["alice", "-john@x.edu", "jane.doe_2@uni.example", "josé", "山田たろう", "s1234567"])
 def test_an_id_that_can_be_written_unchanged_is_accepted(good):
     assert untrusted.id_problem(good) is None
-    assert handin.student_id_problem(good) is None
+    assert untrusted.student_id_problem(good) is None
 
 
 @pytest.mark.parametrize("bad, words", [
@@ -110,7 +112,7 @@ def test_the_roster_refuses_an_id_it_cannot_write_with_one_line(tmp_path, line, 
 
 def test_csv_exports_quote_text_guard_each_piece_and_keep_ids(tmp_path):
     reason = "…: ValueError: ;=1+2;@SUM(1+1);=cmd|' /C calc'!A0, -2+3,\t+4\n=5"
-    path = exports.write_csv(str(tmp_path / "x.csv"), ["student", "score", "total", "reason"],
+    path = untrusted.write_csv(str(tmp_path / "x.csv"), ["student", "score", "total", "reason"],
                              [{"student": "-john@x.edu", "score": 8.5, "total": "-0.5", "reason": reason},
                               {"student": "alice", "score": 0, "total": "", "reason": "=HYPERLINK(\"x\")"}],
                              ids=("student",))
@@ -124,7 +126,7 @@ def test_csv_exports_quote_text_guard_each_piece_and_keep_ids(tmp_path):
     assert rows[0]["reason"] == "…: ValueError: ;'=1+2;'@SUM(1+1);'=cmd|' /C calc'!A0, '-2+3,\t'+4\n'=5"
     assert rows[1]["reason"] == "'=HYPERLINK(\"x\")"
     with pytest.raises(untrusted.UnsafeId, match="formula"):
-        exports.write_csv(str(tmp_path / "x.csv"), ["student"], [{"student": "=1+2"}], ids=("student",))
+        untrusted.write_csv(str(tmp_path / "x.csv"), ["student"], [{"student": "=1+2"}], ids=("student",))
     assert open(path, encoding="utf-8", newline="").read() == raw and not os.path.exists(path + ".tmp")
 
 
@@ -169,7 +171,7 @@ def test_course_status_and_history_print_no_control_character(course, tmp_path, 
 def test_a_reason_is_one_line_of_the_summary_whatever_it_holds():
     """A reason holding a newline would print a line of its own in `course grade`'s summary, one
     that looks like another student's: it is shown as \\x0a, on its student's line."""
-    from autograder.reporting import terminal
+    from autograder.report import terminal
     forged = "SyntaxError\n  - victim/attention: grader error: forged line"
     part = PartResult("softmax", 0.0, 4.0, "error", forged)
     record = Submission("mallory", "attention", "attention.ipynb", parts=[part])

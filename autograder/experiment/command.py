@@ -21,7 +21,7 @@ from autograder.experiment.runs import (CHAPTER_TEST_LOSS, CONFIG, SHORT_LOG_EVE
 from autograder.experiment.summary import print_summary, summarise, write_summary
 
 if TYPE_CHECKING:
-    from autograder.config import Course
+    from autograder.course.config import Course
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -17,7 +17,7 @@ import numpy as np
 from selfcheck.program import program, read_notebook
 
 if TYPE_CHECKING:
-    from autograder.config import Course
+    from autograder.course.config import Course
 
 ASSIGNMENT = "weighted_attention"      # the assignment whose reference layer the experiment trains
 
@@ -48,7 +48,7 @@ def _namespace(notebook):
 
 class Setup:
     """What a run trains with, from one course: the solution notebook's framework and layer,
-    the corpus (found on the course side, see autograder/corpus.py) and where results go."""
+    the corpus (found on the course side, see autograder/course/corpus.py) and where results go."""
 
     def __init__(self, course: Course, corpus_path: str | None = None) -> None:
         self.course = course
@@ -71,7 +71,7 @@ class Setup:
         """The chapter's dataset, loaded once per process."""
         if self._dataset is None:
             if self.corpus_path is None:
-                from autograder import corpus
+                from autograder.course import corpus
                 self.corpus_path = corpus.find(self.course)
             self._dataset = self.F.CharDataset(self.F.load_corpus(self.corpus_path),
                                                context_size=CONFIG["context_size"],

@@ -9,14 +9,14 @@ import hashlib
 import os
 from pathlib import Path
 
-from autograder import corpus
-from autograder.config import Course
+from autograder.course import corpus
+from autograder.course.config import Course
 
 
 def share_corpus(course: Course, folder: str) -> dict[str, str]:
     """The environment a server needs to read the corpus: ``{"TINYSHAKESPEARE": path}`` for a
     verified copy in ``folder`` (made root's, 0755, the file 0444), or ``{}`` when no assignment of
-    ``course`` trains. :class:`~autograder.corpus.CorpusError` (one line) when it is nowhere."""
+    ``course`` trains. :class:`~autograder.course.corpus.CorpusError` (one line) when it is nowhere."""
     found = corpus.find(course)
     if found is None:
         return {}

@@ -11,7 +11,7 @@ formgrader and ``course`` give the same scores from the same reads of a hand-in.
                     course.yaml that is broken
 ``converters``      nbgrader's autograde and generate_feedback, reading hand-ins as ``staging``
                     hands them over
-``staging``         a hand-in as nbgrader may read it, through the reader (autograder/handin.py)
+``staging``         a hand-in as nbgrader may read it, through the reader (autograder/grade/handin.py)
 ``plugins``         collect and the CSV export, safe with hand-ins written by strangers
 ``apps``            nbgrader's converters and export run from ``course``, quietly
 ``gradebook``       the gradebook read back (hand grades, overrides, whether it holds a release),

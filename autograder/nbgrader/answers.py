@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 
 import nbformat
 
-from autograder import handin
-from autograder.config import Course
+from autograder.course.config import Course
+from autograder.grade import handin
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, source
 
 

@@ -19,10 +19,10 @@ from nbgrader.converters import BaseConverter, GenerateAssignment
 from nbgrader.coursedir import CourseDirectory
 from traitlets.config import Config
 
+from autograder.course.config import Assignment, Course
+from autograder.errors import NbgraderError
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
-from autograder.config import Assignment, Course
-from autograder.errors import NbgraderError
 from autograder.nbgrader.converters import SafeAutograde, SafeFeedback
 from autograder.nbgrader.gradebook import holds_release
 from autograder.nbgrader.plugins import SafeCsvExport
@@ -104,7 +104,7 @@ def autograde(course: Course, assignment: Assignment, out: str, student_id: str 
     names every other student staged in ``out/submitted``; a regrade of one student reads one)."""
     cfg = settings(course, out)
     cfg.ApplyResults.course_yaml = ""
-    if only is not None:        # no student id holds a comma (handin.student_id_problem refuses it)
+    if only is not None:        # no student id holds a comma (untrusted.student_id_problem refuses it)
         staged = os.path.join(out, "submitted")
         listed = set(os.listdir(staged)) if os.path.isdir(staged) else set()
         # a folder named with one is no student's (autograde refuses it), and would split the list

@@ -24,9 +24,9 @@ import tempfile
 
 from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 
+from autograder.grade import handin
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
-from autograder import handin
 from autograder.nbgrader import staging
 from autograder.nbgrader.staging import excluded_students
 
@@ -44,7 +44,7 @@ class _Staged(BaseConverter):
         return True
 
     def start(self) -> None:
-        from autograder.handin import student_id_problem
+        from autograder.untrusted import student_id_problem
         base = os.path.join(self.coursedir.root, self._input_folder())
         release = self.coursedir.format_path(self.coursedir.release_directory, ".", ".")
         with tempfile.TemporaryDirectory(prefix="nbgrader-handins-") as staged:

@@ -26,10 +26,10 @@ import contextlib
 import os
 import stat
 
-from autograder.config import Course
+from autograder.course.config import Course
+from autograder.course.private import account
 from autograder.errors import CourseError
 from autograder.nbgrader.settings import settings
-from autograder.private import account
 
 # (path below the root, mode, why that mode)
 LEVELS = (

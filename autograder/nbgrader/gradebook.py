@@ -17,12 +17,13 @@ from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 from sqlalchemy import case, func
 from sqlalchemy.orm import undefer
 
-from autograder import late
+from autograder.course import late
+from autograder.course.config import Assignment, Course
+from autograder.course.roster import Student as Person
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
-from autograder.config import Assignment, Course
-from autograder.results import Submission
 from autograder.nbgrader.settings import settings
+from autograder.records.results import Submission
 
 
 def scores(course: Course, out: str, student: str | None = None) -> dict[tuple[str, str], dict]:
@@ -215,7 +216,7 @@ def set_due(course: Course, entry: Any, submission: Any) -> None:
 
 def write_late(course: Course, out: str, records: Iterable[Submission]) -> None:
     """Put course.yaml's due dates, each student's extension, each hand-in's time and the late
-    penalty of its record (:mod:`autograder.late`) in the gradebook, so nbgrader's export and
+    penalty of its record (:mod:`autograder.course.late`) in the gradebook, so nbgrader's export and
     formgrader show what every export of the course shows."""
     by_key = {r.key: r for r in records}
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
@@ -253,4 +254,22 @@ def set_manual_grade(course: Course, out: str, student: str, assignment_id: str,
         grade.needs_manual_grade = False      # formgrader's API clears it with every score it saves
         if comment is not None:
             gb.find_comment(cell, notebook, assignment_id, student).manual_comment = comment
+        gb.db.commit()
+
+
+def fill_students(course: Course, out: str, roster: dict[str, Person]) -> None:
+    """Put the roster's names and emails in nbgrader's student table of ``out``'s gradebook."""
+    if not roster:
+        return
+    from nbgrader.api import Student as GradebookStudent
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        known = {s.id: s for s in gb.db.query(GradebookStudent)}       # one query and one commit, not one of each a student
+        for entry in roster.values():
+            names = {"first_name": entry.first_name or None, "last_name": entry.last_name or None,
+                     "email": entry.email or None}
+            if entry.id in known:
+                for key, value in names.items():
+                    setattr(known[entry.id], key, value)
+            else:
+                gb.db.add(GradebookStudent(id=entry.id, **names))
         gb.db.commit()

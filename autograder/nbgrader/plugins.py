@@ -6,7 +6,7 @@ nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
 ``nbgrader release_feedback`` and ``nbgrader export`` in the course folder use them.
 
 * :class:`SafeCollect` copies what students put in the exchange's inbound
-  folder through autograder/handin.py, never following a symbolic link
+  folder through autograder/grade/handin.py, never following a symbolic link
   (nbgrader's copy follows them, so a link to the solutions would be collected
   as a file with their text) and taking only the files the release declares
   (a handed-in ``notes.html`` would be served by formgrader as a page), and
@@ -18,7 +18,7 @@ nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
   a feedback page by that secret alone, so a copied secret would put one
   student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
   parse, a file, a link) is left out with a warning, never stopping the
-  others; its time is the one the exchange saw (:mod:`autograder.submission_time`),
+  others; its time is the one the exchange saw (:mod:`autograder.grade.submission_time`),
   never the one the student wrote. Every name it logs shows its control characters as
   escapes (:func:`autograder.untrusted.guard_logging`), and a hand-in whose name holds
   any, or whose random end is not the one nbgrader's submit writes, is left out.
@@ -50,8 +50,9 @@ from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.utils import check_mode, notebook_hash, parse_utc
 
+from autograder import untrusted
+from autograder.grade import handin, submission_time
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder import handin, submission_time, untrusted
 from autograder.nbgrader.settings import REFUSED_STEPS
 from autograder.nbgrader.staging import excluded_students
 
@@ -78,7 +79,7 @@ class SafeCollect(ExchangeCollect):
 
     def _record(self, path: str) -> dict:
         """nbgrader's record of a hand-in (``username``, ``filename``, ``timestamp``), with the
-        time the exchange saw it (:func:`autograder.submission_time.seen`) rather than the one
+        time the exchange saw it (:func:`autograder.grade.submission_time.seen`) rather than the one
         its student wrote; ValueError saying why it cannot be collected."""
         name = os.path.basename(path)
         fields = name.rsplit("+", 3)
@@ -91,7 +92,7 @@ class SafeCollect(ExchangeCollect):
         username = fields[0]
         if username in ("", ".", "..") or set(username) & set("*+") or not username.isprintable():
             raise ValueError(f"{username!r} is not a student id nbgrader's submit would write")
-        why = handin.student_id_problem(username)
+        why = untrusted.student_id_problem(username)
         if why:
             raise ValueError(f"{username!r} is {why}")
         try:
@@ -214,7 +215,7 @@ class SafeCollect(ExchangeCollect):
                           else "s", ", ".join(sorted(self._replaced)))
 
     def do_copy(self, src: str, dest: str, log: logging.Logger | None = None) -> None:
-        """Copy a hand-in through autograder/handin.py: file descriptors opened without following
+        """Copy a hand-in through autograder/grade/handin.py: file descriptors opened without following
         links, so a link swapped in while the copy runs is refused too; only regular files and
         folders come, only those the release declares (the notebook, its support files), within
         nbgrader's size limits. A refused hand-in is left out, with a warning, and so is each file
@@ -334,7 +335,7 @@ class SafeCsvExport(CsvExportPlugin):
 
     def export(self, gradebook: Gradebook) -> None:
         from autograder.nbgrader.gradebook import totals
-        from autograder.reporting.exports import write_csv
+        from autograder.untrusted import write_csv
         wanted_a = {str(a) for a in self.assignment}
         wanted_s = {str(s) for s in self.student}
         students = [s for s in gradebook.students if not wanted_s or s.id in wanted_s]

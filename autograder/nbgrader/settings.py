@@ -19,8 +19,9 @@ import sys
 
 from traitlets.config import Config
 
-from autograder import config, folders, private, untrusted
-from autograder.config import Course
+from autograder import untrusted
+from autograder.course import config, folders, private
+from autograder.course.config import Course
 from autograder.errors import CourseError
 
 PACKAGE = __name__.rpartition(".")[0]
@@ -88,7 +89,7 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
     command writes there (collect's ``submitted/``, autograde's ``autograded/`` and gradebook,
     generate_feedback's ``feedback/``) is the instructor's alone: the folder is made ``0700``,
     unless ``keep_private`` is False (a grading folder made in a folder that existed, whose mode
-    is its owner's: :mod:`autograder.folders`).
+    is its owner's: :mod:`autograder.course.folders`).
     Every log record of the process shows the control characters of its text as escapes
     (:func:`autograder.untrusted.guard_logging`): collect logs the names students chose.
     """
@@ -141,8 +142,8 @@ def _refuse(c: Config, problem: str) -> None:
 
 def write_course_folder(course: Course, out: str) -> None:
     """Make ``out`` an nbgrader course folder (formgrader, ``nbgrader export``) for this course,
-    private to its instructor (:mod:`autograder.private`): a new folder is made ``0700``, an
-    existing one only when no other account can read it, its mode unchanged (:mod:`autograder.folders`)."""
+    private to its instructor (:mod:`autograder.course.private`): a new folder is made ``0700``, an
+    existing one only when no other account can read it, its mode unchanged (:mod:`autograder.course.folders`)."""
     if os.path.realpath(out) == os.path.realpath(course.root):
         private.make(out)
         return

@@ -1,4 +1,4 @@
-"""A hand-in as nbgrader may read it: copied through the reader (autograder/handin.py).
+"""A hand-in as nbgrader may read it: copied through the reader (autograder/grade/handin.py).
 
 nbgrader reads a submission by its path: it globs ``submitted/*/<assignment>/*.ipynb``, copies
 every other file of the folder into ``autograded/`` (and from there into ``feedback/``, which
@@ -20,8 +20,8 @@ import re
 import shutil
 from typing import Any
 
-from autograder import handin, submission_time, versions
-from autograder.config import Assignment, Course
+from autograder.course.config import Assignment, Course
+from autograder.grade import handin, submission_time, versions
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError, grade_id, parse_notebook, read_notebook, source
 
 
@@ -38,7 +38,7 @@ def as_released(raw: bytes, release: dict, outputs: bool = False) -> tuple[bytes
     and a later cell with the same id, a cell whose id the release does not have or whose type
     changed is a plain cell (grading, too, takes the first and ignores the others). So nbgrader's
     gradebook holds the release's points and the course grader's verdicts for every hand-in."""
-    from autograder.grading import which_notebook
+    from autograder.grade.submission import which_notebook
     try:
         nb = parse_notebook(raw)
     except NotebookError as exc:

@@ -52,7 +52,7 @@ from autograder.sandbox.cgroup import CPU_CORES, MAX_PROCESSES
 from autograder.sandbox.jails import SCRATCH, BwrapJail, WeakJail
 
 if TYPE_CHECKING:
-    from autograder.config import Course
+    from autograder.course.config import Course
 
 __all__ = ["CPU_CORES", "SANDBOX_UIDS", "SCRATCH", "SandboxError", "corpus_path", "describe", "jail", "kill_user"]
 
@@ -66,9 +66,9 @@ CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 def corpus_path(course: Course | None = None) -> str | None:
     """The corpus file students' code may read (the private verified copy), or None."""
     if course is None:
-        from autograder import config
+        from autograder.course import config
         course = config.load()
-    from autograder import corpus
+    from autograder.course import corpus
     try:
         found = corpus.private(course)
     except RuntimeError:

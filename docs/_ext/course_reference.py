@@ -6,9 +6,9 @@ from what the course itself runs on:
 * ``commands.md``: every `course` command and flag, from the argument parser `course` builds
   (autograder/cli.py; `course experiment`'s from autograder/experiment/command.py);
 * ``course_yaml.md``: every course.yaml key, with its type, default and meaning, from the
-  dataclass fields the loader reads the allowed keys from (autograder/config.py,
+  dataclass fields the loader reads the allowed keys from (autograder/course/config.py,
   selfcheck/limits.py);
-* ``outputs.md``: every file of a grading folder, from autograder/reporting/outputs.py, the list
+* ``outputs.md``: every file of a grading folder, from autograder/export/outputs.py, the list
   `course grade` prints;
 * ``limits.md``: the course's limits (course.yaml's values) and the fixed bounds, each the
   constant and comment in the module that enforces it;
@@ -70,7 +70,7 @@ def course_parser() -> argparse.ArgumentParser:
 
 
 def experiment_parser() -> argparse.ArgumentParser:
-    from autograder import config
+    from autograder.course import config
     from autograder.experiment import command
     with _caught_parser():
         try:
@@ -218,7 +218,7 @@ def _key_table(cls: type, prefix: str) -> list[str]:
 
 
 def course_yaml_md() -> str:
-    from autograder import config
+    from autograder.course import config
     from selfcheck.limits import Limits
     sections = [
         ("The course", "course-yaml-course", config.Course, "",
@@ -231,7 +231,7 @@ def course_yaml_md() -> str:
          "Each entry of an assignment's `parts:`, under the part's id (lower-case letters, digits and `_`, "
          "starting with a letter; a part belongs to one assignment)."),
         ("`late:`", "course-yaml-late", config.LatePolicy, "late.",
-         "The course's one late policy (autograder/late.py applies it)."),
+         "The course's one late policy (autograder/course/late.py applies it)."),
         ("`cluster_tls:`", "course-yaml-cluster-tls", config.ClusterTLS, "cluster_tls.",
          "The client's credentials for the Dask cluster."),
     ]
@@ -244,7 +244,7 @@ def course_yaml_md() -> str:
 # --- output files ----------------------------------------------------------------------------
 
 def outputs_md() -> str:
-    from autograder.reporting import outputs
+    from autograder.export import outputs
     lines = ["| file | holds | `course grade` prints it as |", "| --- | --- | --- |"]
     for o in outputs.OUTPUTS:
         shown = f"`{o.label}`" + (f" ({_cell(o.note)})" if o.note else "") if o.label else "—"
@@ -261,13 +261,13 @@ BOUNDS = (
     ("selfcheck.program", "a notebook, before any sandbox"),
     ("autograder.sandbox.jails", "the sandbox's disk"),
     ("autograder.sandbox.cgroup", "the sandbox's cgroup (as root)"),
-    ("autograder.submission_time", "a hand-in in the exchange"),
-    ("autograder.handin", "files of the exchange"),
+    ("autograder.grade.submission_time", "a hand-in in the exchange"),
+    ("autograder.grade.handin", "files of the exchange"),
     ("autograder.nbgrader.preprocessors.sanitizemarkdown", "written answers shown in formgrader and feedback"),
-    ("autograder.similarity", "similarity"),
-    ("autograder.code_in_strings", "code read from strings, for similarity"),
-    ("autograder.grading", "grading"),
-    ("autograder.suites", "the reference's stand-ins"),
+    ("autograder.report.similarity", "similarity"),
+    ("autograder.report.code_in_strings", "code read from strings, for similarity"),
+    ("autograder.grade.grading", "grading"),
+    ("autograder.grade.suites", "the reference's stand-ins"),
 )
 
 
@@ -311,7 +311,7 @@ def _constants(module: str) -> list[tuple[str, object, str]]:
 
 
 def limits_md() -> str:
-    from autograder import config
+    from autograder.course import config
     from selfcheck.limits import Limits
     course = config.load()
     lines = ["## The course's limits (course.yaml)", "",
@@ -333,7 +333,7 @@ def limits_md() -> str:
 # --- nbgrader --------------------------------------------------------------------------------
 
 def nbgrader_md() -> str:
-    from autograder import config
+    from autograder.course import config
     from autograder.nbgrader import settings
     course = config.load()
     made = settings.settings(course, "/COURSE-FOLDER")

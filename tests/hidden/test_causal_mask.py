@@ -14,7 +14,7 @@ a correct implementation meets with any order of draws.
 import numpy as np
 import pytest
 
-from autograder.chapter import get
+from autograder.course.chapter import get
 from selfcheck import scale_experiment as scale
 from selfcheck.checks import CheckFailed, close, equal, that, weight
 from selfcheck.student import StudentError

@@ -10,7 +10,7 @@ mistake named below is computed here by a mistaken version of the formula.
 import numpy as np
 import pytest
 
-from autograder.chapter import get
+from autograder.course.chapter import get
 from selfcheck.checks import equal, that, weight
 
 TABLE = get("tiny_transformer.scaling_table.models")

@@ -17,7 +17,7 @@ import os
 import numpy as np
 import pytest
 
-from autograder import reference_answers
+from autograder.grade import reference_answers
 from selfcheck.checks import central_differences, close, equal, gradient_mistake, that, weight
 from selfcheck.probes import projection_removal as probe
 from selfcheck.student import StudentError

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from autograder.chapter import get
+from autograder.course.chapter import get
 from selfcheck.checks import close, fmt, that, weight
 
 TT = get("tiny_transformer")

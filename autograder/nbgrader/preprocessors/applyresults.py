@@ -16,11 +16,11 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from nbgrader.utils import is_grade, is_solution
 from traitlets import Unicode
 
-from autograder import config
-from autograder.grading import grade_one
-from autograder.results import Submission
-from autograder.store import read_result
-from autograder.versions import stale, staged_sha256
+from autograder.course import config
+from autograder.grade.grading import grade_one
+from autograder.grade.versions import stale, staged_sha256
+from autograder.records.results import Submission
+from autograder.records.store import read_result
 
 
 class ApplyResults(NbGraderPreprocessor):

@@ -2,7 +2,7 @@
 
 nbgrader's penalty methods are none or zero, and its due dates live in the gradebook alone; this
 puts course.yaml's due date and the student's extension in the gradebook and takes the penalty
-from :func:`autograder.late.points_taken` on the notebook's score, the one every export of the
+from :func:`autograder.course.late.points_taken` on the notebook's score, the one every export of the
 course applies. So plain ``nbgrader autograde`` and formgrader's Autograde button give the same
 penalty as ``course grade``.
 """
@@ -15,7 +15,7 @@ from nbgrader.api import Gradebook
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
-from autograder import config, late
+from autograder.course import config, late
 from autograder.nbgrader.gradebook import set_due
 
 

@@ -1,0 +1,1 @@
+"""What the instructor declares in course.yaml and beside it, loaded and checked."""

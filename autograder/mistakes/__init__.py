@@ -1,0 +1,1 @@
+"""The catalogue of known mistakes, made into submissions and graded (the mutation check)."""

@@ -1,0 +1,82 @@
+"""Each hand-in's similarity Document, read once and kept in the grading folder.
+
+Reading a hand-in for the comparison (parsing it, choosing the code grading runs, normalising and
+fingerprinting it) is most of what the similarity flags cost, and gives the same Document however
+often the report is made. Each one is kept as JSON under ``results/.similarity/<assignment>/``,
+named by the sha256 of the notebook's bytes, of the released notebook, of the cells course.yaml
+grades and of the code that reads it, so a regrade of one student reads one notebook, and a change
+to any of them reads every one again. A notebook the comparison leaves out (not this
+assignment's) is kept as left out.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import json
+import os
+
+from autograder.grade import versions
+from autograder.records import store
+from autograder.report import code_in_strings, similarity
+from selfcheck import program
+
+FOLDER = ".similarity"     # in results/: a dot name, never a student id
+LEFT_OUT = "left out"
+
+
+@functools.cache
+def _readers_version() -> str:
+    """The code that turns a notebook into a Document (and this file, which stores it)."""
+    return versions.file_hash(similarity.__file__, code_in_strings.__file__, program.__file__, __file__,
+                              os.path.join(os.path.dirname(__file__), "cohort_analysis.py"))
+
+
+class Cache:
+    """The Documents of one assignment's hand-ins, under ``out/results/.similarity/<assignment>``."""
+
+    def __init__(self, out: str, assignment: str, release: dict, cells: list[str]) -> None:
+        self.folder = os.path.join(out, "results", FOLDER, assignment)
+        read = json.dumps([_readers_version(), release, cells], sort_keys=True)    # cells: what course.yaml grades
+        self.salt = hashlib.sha256(read.encode()).digest()
+
+    def _path(self, raw: bytes) -> str:
+        return os.path.join(self.folder, hashlib.sha256(self.salt + raw).hexdigest()[:40] + ".json")
+
+    def get(self, raw: bytes, key: tuple) -> similarity.Document | str | None:
+        """The Document kept for the notebook ``raw``, under ``key``; LEFT_OUT; or None when none is kept."""
+        try:
+            with open(self._path(raw), encoding="utf-8") as fh:
+                data = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if data == LEFT_OUT:
+            return LEFT_OUT
+        try:
+            return similarity.Document(key, lines={(c, n): line for c, n, line in data["lines"]},
+                                       origins=[(c, n) for c, n, run in data["origins"] for _ in range(run)],
+                                       prints={h: i for h, i in data["prints"]}, unread=data["unread"])
+        except (KeyError, TypeError, ValueError):
+            return None
+
+    def put(self, raw: bytes, doc: similarity.Document | str) -> None:
+        """Keep ``doc`` (or LEFT_OUT) for the notebook ``raw``; a cache that cannot be written is no cache."""
+        data = doc if isinstance(doc, str) else {
+            "lines": [[c, n, line] for (c, n), line in doc.lines.items()], "origins": _runs(doc.origins),
+            "prints": list(doc.prints.items()), "unread": doc.unread}
+        with contextlib.suppress(OSError):
+            os.makedirs(self.folder, exist_ok=True)
+            with store.replacing(self._path(raw), encoding="utf-8") as fh:
+                json.dump(data, fh, separators=(",", ":"))
+
+
+def _runs(origins: list[tuple[str, int]]) -> list[list]:
+    """Each token's (cell, line) as runs [cell, line, tokens]: a line's tokens share one origin."""
+    runs: list[list] = []
+    for cell, line in origins:
+        if runs and runs[-1][0] == cell and runs[-1][1] == line:
+            runs[-1][2] += 1
+        else:
+            runs.append([cell, line, 1])
+    return runs
