@@ -28,8 +28,9 @@ def _warn(lines):
 
 
 def _where(out):
+    from autograder import pipeline
     from autograder.export import outputs
-    return outputs.where(out)
+    return outputs.where(out, pipeline.OUTPUTS)
 
 
 def _release(course):
@@ -211,7 +212,7 @@ def cmd_exchange(course: config.Course, args: argparse.Namespace) -> int:
 
 def cmd_check(course: config.Course, args: argparse.Namespace) -> int:
     """The public checks on one notebook, run in the grading sandbox (never as the instructor)."""
-    from autograder.export import exports
+    from autograder.export import gradescope
     from autograder.grade import submission
     from selfcheck.program import NotebookError
     name = os.path.basename(args.notebook)
@@ -228,7 +229,7 @@ def cmd_check(course: config.Course, args: argparse.Namespace) -> int:
     for part in parts:
         passed = sum(c.status == "passed" for c in part.checks)
         print(f"{part.part}: {passed} of {len(part.checks)} public checks pass\n"
-              + exports.part_output(part) + "\n")
+              + gradescope.part_output(part) + "\n")
     return 0 if all(p.status == "passed" for p in parts) else 1
 
 
@@ -264,11 +265,9 @@ def cmd_demo(course: config.Course, args: argparse.Namespace) -> int:
     records = _grade(course, submitted, folder, args.jobs)
     print()
     print(terminal.table(records))
-    print(f"\nparts.csv:           {os.path.join(folder, 'parts.csv')}")
-    print(f"feedback pages:      {os.path.join(folder, 'reports')}/<student>/<assignment>.html")
-    print(f"nbgrader gradebook:  {os.path.join(folder, 'gradebook.db')} "
+    print("\n" + _where(folder))
+    print(f"{'gradebook:':<12}{os.path.join(folder, 'gradebook.db')} "
           f"(cd {args.dir} && nbgrader export, or formgrader for the written answers)")
-    print(f"cohort report:       {os.path.join(folder, 'cohort_report.html')} (and cohort_report.csv beside it)")
     return 0
 
 

@@ -24,20 +24,22 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from autograder import status
 from autograder.course import config, corpus, late, roster
 from autograder.errors import CorpusMissing, CourseError, NbgraderError, NoSubmissions
-from autograder.export import exports, lms
+from autograder.export import gradescope, lms, parts, totals
+from autograder.export.outputs import OTHER, Inputs
 from autograder.grade import discovery, grading, submission_time
-from autograder.nbgrader import settings, staging
+from autograder.nbgrader import grades_csv, settings, staging
 from autograder.records import store
 from autograder.release import assignments
 from autograder.report import cohort_page, feedback
@@ -48,6 +50,10 @@ if TYPE_CHECKING:
     from autograder.records.results import Submission
 
 UNFINISHED = ".exporting"    # in results/: a batch graded, its gradebook and exports not all written yet
+# every export, in the order they are written: each module declares its files and its writer
+EXPORTS = (parts.EXPORT, totals.EXPORT, gradescope.EXPORT, lms.EXPORT, grades_csv.EXPORT, feedback.EXPORT, cohort_page.EXPORT)
+# every file a grading folder holds: what `course grade` prints, the docs' table, .gitignore's and make clean's list
+OUTPUTS = tuple(output for export in EXPORTS for output in export.outputs) + OTHER
 
 def grade(course: config.Course, submitted: str, out: str, jobs: int | None = None, force: bool = False,
           progress: Progress | None = None, cluster: str | None = None,
@@ -155,7 +161,7 @@ def assess_late(course: config.Course, out: str, records: Sequence[Submission], 
     with this export's time, the one it replaces kept in its history (unless it was graded
     after the last export, which never showed it)."""
     for record in records:
-        earned = exports.earned(record, gradebook.get(record.key))
+        earned = totals.earned(record, gradebook.get(record.key))
         now = late.current(course, record, earned)
         # a submission the gradebook does not hold (a grader error, no gradebook) keeps its hand points
         hand = round(earned - record.score, 3) if record.key in gradebook else record.by_hand
@@ -224,7 +230,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
     is not the one course.yaml's ``db_url`` names (its hand grades would be lost). ``timings``
     gets each step's wall seconds, as :func:`grade`'s does; ``notes`` what the instructor should
     know of what was exported (hand grades counted while they wait for the TA to confirm them)."""
-    from autograder.nbgrader import answers, apps, gradebook as nbgrader_gradebook
+    from autograder.nbgrader import answers, gradebook as nbgrader_gradebook
     lost = nbgrader_gradebook.stranded(course, out)
     if lost:
         raise CourseError(lost)
@@ -254,15 +260,10 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
         warnings.append(f"{exc}; the exports have no names")
         people = {}
     warnings += roster.strangers(course, people, {r.student for r in records})
-    stages = (("roster", lambda: nbgrader_gradebook.fill_students(course, out, people)),
-              ("parts", lambda: exports.write_grades(out, records)),
-              ("totals", lambda: exports.write_totals(out, course, records, gradebook)),
-              ("gradescope", lambda: exports.write_gradescope(out, course, records, gradebook)),
-              ("LMS", lambda: lms.write(out, course, exports.totals(course, records, gradebook), people)),
-              ("nbgrader", lambda: apps.export(course, out)),
-              ("feedback", lambda: feedback.write_feedback(out, records, course, gradebook, add_answers,
-                                                           on_disk=True)),    # assess_late wrote any it changed
-              ("report", lambda: cohort_page.write(course, out, records, gradebook=gradebook)))
+    inputs = Inputs(course, out, records, gradebook, people, add_answers)    # assess_late wrote any page it changed
+    stages: list[tuple[str, Callable[[], object]]] = [
+        ("roster", lambda: nbgrader_gradebook.fill_students(course, out, people))]
+    stages += [(export.name, functools.partial(export.write, inputs)) for export in EXPORTS]
     for name, write in stages:
         try:
             with timed(timings, f"{name} export"):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from autograder import untrusted
 from autograder.course import late, roster
 from autograder.errors import CourseError, NoSubmissions
-from autograder.export import exports
+from autograder.export import totals
 from autograder.grade import discovery, versions
 from autograder.records import store
 from autograder.report import terminal
@@ -72,7 +72,7 @@ def history(course: Course, out: str, student: str) -> str:
         for record in records:
             hand = record.by_hand
             if hand is None:          # never exported: what the gradebook adds now
-                hand = exports.earned(record, scores.get(record.key)) - record.score if record is current else 0.0
+                hand = totals.earned(record, scores.get(record.key)) - record.score if record is current else 0.0
             late_note = f" (late: -{record.late_points:g})" if record.late_points else ""
             regraded = previous is None or previous.graded_at != record.graded_at
             when = (record.graded_at if regraded else record.exported_at or record.graded_at) or "?"
@@ -123,7 +123,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         scores = nbgrader_gradebook.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
         scores = {}
-    records = [dataclasses.replace(r, late=late.current(course, r, exports.earned(r, scores.get(r.key))))
+    records = [dataclasses.replace(r, late=late.current(course, r, totals.earned(r, scores.get(r.key))))
                for r in records]
     lates, unmarked, changed = [], [], []
     for record in sorted(records, key=lambda r: r.key):
@@ -144,7 +144,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         strangers = [str(exc)]
     before = terminal.read_totals(os.path.join(out, "totals.csv"))
     now_totals = {}
-    for row in exports.totals(course, records, scores):
+    for row in totals.totals(course, records, scores):
         now_totals[row["student_id"]] = f"{row['total']:g}"
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
     sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from autograder import cli, pipeline
-from autograder.export import exports
+from autograder.export import gradescope, totals
 from autograder.grade import discovery, grading, versions
 from autograder.grade.progress import Progress
 from autograder.mistakes import cohort
@@ -331,11 +331,11 @@ def test_totals_count_only_assignments_handed_in_and_gradescope_keeps_partial_cr
     record = Submission("ann", first.id, first.notebook, parts=[
         PartResult(half.id, half.points / 2, half.points, "partial", "")] + [
         PartResult(p.id, p.points, p.points, "passed", "") for p in rest])
-    row, = exports.totals(course, [record])
-    assert row["max_total"] == exports.max_points(first)
+    row, = totals.totals(course, [record])
+    assert row["max_total"] == totals.max_points(first)
     assert row["total"] == sum(p.points for p in first.parts) - half.points / 2
     assert all(row[a.id] == "" for a in course.assignments[1:])       # not handed in by anyone yet
-    tests = {t["number"]: t for t in exports.gradescope(record, course)["tests"]}
+    tests = {t["number"]: t for t in gradescope.gradescope(record, course)["tests"]}
     assert "status" not in tests[half.id] and tests[half.id]["output"].startswith("partial credit: ")
     assert all(tests[p.id]["status"] == "passed" for p in rest)
 

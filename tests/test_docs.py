@@ -6,8 +6,7 @@ import os
 import re
 import sys
 
-from autograder import commands
-from autograder.export import outputs
+from autograder import commands, pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -30,7 +29,7 @@ def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean():
         ignored = [line.strip().rstrip("/") for line in fh if line.strip() and not line.startswith("#")]
     with open(os.path.join(ROOT, "Makefile")) as fh:
         clean = re.search(r"^clean:\n\trm -rf (.*?)(?:\n\S|\Z)", fh.read(), re.M | re.S)[1].split()
-    for output in outputs.OUTPUTS:
+    for output in pipeline.OUTPUTS:
         top = output.path.split("/")[0]
         assert any(fnmatch.fnmatch(top, pattern) for pattern in ignored), output.path
         assert top in clean, output.path
@@ -38,7 +37,7 @@ def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean():
 
 def test_course_grade_prints_each_printed_output_from_the_list():
     printed = commands._where("/grading")
-    for output in outputs.OUTPUTS:
+    for output in pipeline.OUTPUTS:
         if output.label:
             assert os.path.basename(output.path.split("/<")[0]) in printed, output.path
     assert printed.splitlines()[0].startswith("parts:      /grading/parts.csv")

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from autograder.export import exports
+from autograder.export import parts
 from autograder.release import assignments
 
 
@@ -123,7 +123,7 @@ def test_parts_csv_has_exactly_the_columns(graded_demo):
     folder, records, _ = graded_demo
     with open(folder / "parts.csv") as fh:
         header = next(csv.reader(fh))
-    assert header == list(exports.COLUMNS)
+    assert header == list(parts.COLUMNS)
     statuses = {row["status"] for row in _grades(folder)}
     assert statuses <= {"passed", "partial", "failed", "error", "timeout", "missing", "not attempted"}
     assert {row["status"] for row in _grades(folder) if row["student"] == "untouched-stub"} == {"not attempted"}

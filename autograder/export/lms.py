@@ -20,7 +20,8 @@ from collections.abc import Iterable, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING
 
-from autograder.export.exports import max_points
+from autograder.export.outputs import Export, Output
+from autograder.export.totals import max_points, totals
 from autograder.untrusted import write_csv
 
 if TYPE_CHECKING:
@@ -56,3 +57,11 @@ def write(out: str, course: Course, totals: Iterable[Mapping], roster: Mapping[s
                        "Last name": who.last_name or who.id, **scores})
     return [write_csv(os.path.join(out, CANVAS), CANVAS_COLUMNS + names, canvas, ids=("SIS User ID", "SIS Login ID")),
             write_csv(os.path.join(out, MOODLE), MOODLE_COLUMNS + names, moodle, ids=("Email address", "ID number"))]
+
+
+EXPORT = Export("LMS", (
+    Output("LMS", "canvas_gradebook.csv", "import as they are",
+               "Canvas's gradebook import: the totals of totals.csv, names and SIS ids from roster.csv"),
+    Output("LMS", "moodle_grades.csv", "import as they are",
+               "Moodle's CSV grade import: the totals of totals.csv, names and emails from roster.csv"),
+), lambda i: write(i.out, i.course, totals(i.course, i.records, i.gradebook), i.people))

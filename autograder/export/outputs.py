@@ -1,12 +1,24 @@
-"""Every file grading writes into a grading folder, in one list: what `course grade` and `course
-export` print (`cli._where`) and the documentation's table of output files are both made from it.
+"""What an export is: its name, the files it writes and its writer; and the files grading writes
+that are no export's.
 
-A new export adds its row here, and its name to `.gitignore` and `make clean` (tests/test_docs.py
-holds them to this list).
+Every export declares itself once, as an :class:`Export` in the module that writes it;
+:data:`autograder.pipeline.EXPORTS` lists them in the order they are written, and
+:data:`autograder.pipeline.OUTPUTS` is every file a grading folder holds: what `course grade`,
+`course export` and `course demo` print (:func:`where`), the documentation's table of output
+files, and the list `.gitignore` and `make clean` are held to (tests/test_docs.py).
 """
 
+from __future__ import annotations
+
 import os
-from typing import NamedTuple
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from autograder.course.config import Course
+    from autograder.course.roster import Student
+    from autograder.records.results import Submission
 
 
 class Output(NamedTuple):
@@ -16,58 +28,46 @@ class Output(NamedTuple):
     meaning: str    # what it holds, for the documentation
 
 
-OUTPUTS: tuple[Output, ...] = (
-    Output("parts", "parts.csv", "one row per student and part",
-           "`student,assignment,part,score,max_score,status,reason`, one row per student and part; status is "
-           "`passed`, `partial`, `failed`, `error`, `timeout`, `missing` or `not attempted`"),
-    Output("nbgrader", "grades.csv", "nbgrader's export, as `nbgrader export` writes it",
-           "nbgrader's own export: one row per student and assignment, hand grades and "
-           "`late_submission_penalty` included, `timestamp` the time collect recorded"),
-    Output("totals", "totals.csv", "for the LMS; hand-graded answers included",
-           "`student_id,total,max_total,<assignment>...,<assignment>_late_penalty...`, one row per student: "
-           "autograded and hand-graded points less the late penalty"),
-    Output("gradescope", "gradescope/<student>/<assignment>/results.json", "",
-           "the Gradescope autograder format: one test per graded part and per hand-graded answer"),
-    Output("LMS", "canvas_gradebook.csv", "import as they are",
-           "Canvas's gradebook import: the totals of totals.csv, names and SIS ids from roster.csv"),
-    Output("LMS", "moodle_grades.csv", "import as they are",
-           "Moodle's CSV grade import: the totals of totals.csv, names and emails from roster.csv"),
-    Output("feedback", "reports/<student>/<assignment>.html", "",
-           "one self-contained page per student and assignment: scores, what each failing check tested, "
-           "the likely mistake, late penalty and hand grades; never hidden test source"),
-    Output("", "reports/.made_from.json", "",
-           "what each feedback page was drawn from, as a hash: an export draws again only the pages whose "
-           "record, hand grades or drawing code changed; safe to delete (every page is then drawn again)"),
-    Output("report", "cohort_report.html", "the cohort's mistakes and similarity flags",
-           "the cohort report for the instructor: score histograms, mistakes, hardest checks, not graded, "
-           "time, similarity"),
-    Output("", "cohort_report.csv", "",
-           "every number the cohort report shows, one row each "
-           "(`section,assignment,part,item,students,share,value,detail`)"),
+@dataclass(frozen=True)
+class Inputs:
+    """What every export is written from."""
+    course: Course
+    out: str                                    # the grading folder
+    records: Collection[Submission]             # every current record of ``out``
+    gradebook: Mapping[tuple[str, str], Any]    # (student, assignment) -> nbgrader's hand grades and overrides
+    people: Mapping[str, Student]               # roster.csv's entries by id
+    add_answers: Callable | None = None         # reads a page's written answers (report/feedback.py)
+
+
+class Export(NamedTuple):
+    name: str                        # the stage: what a failure's warning and the timings call it
+    outputs: tuple[Output, ...]      # the files it writes
+    write: Callable[[Inputs], object]
+
+
+# the files grading writes beside the exports: the records, nbgrader's gradebook and its copies
+OTHER: tuple[Output, ...] = (
     Output("", "results/<student>/<assignment>.json", "",
-           "every check's outcome, the notebook's sha256, the grader's and each part's version, the late "
-           "penalty: the one source of every autograded score"),
+               "every check's outcome, the notebook's sha256, the grader's and each part's version, the late "
+               "penalty: the one source of every autograded score"),
     Output("", "results/<student>/history/<assignment>.<notebook>.<grader>.<suites>.json", "",
-           "the results each regrade replaced (`course history`)"),
-    Output("", "results/.similarity/<assignment>/<hash>.json", "",
-           "each hand-in's code as the similarity flags compare it, read once (named by the notebook's, the "
-           "release's and the reading code's hashes); safe to delete"),
+               "the results each regrade replaced (`course history`)"),
     Output("", "gradebook.db", "",
-           "nbgrader's gradebook (unless course.yaml's `db_url` names another): what formgrader shows and "
-           "the hand grades it takes"),
+               "nbgrader's gradebook (unless course.yaml's `db_url` names another): what formgrader shows and "
+               "the hand grades it takes"),
     Output("", "submitted/<student>/<assignment>/", "",
-           "when the hand-ins are graded from another folder: the copy of each one nbgrader reads, rebuilt as a "
-           "valid notebook, and `.course-staged.json`, the sha256 of the hand-in it stands for"),
+               "when the hand-ins are graded from another folder: the copy of each one nbgrader reads, rebuilt as a "
+               "valid notebook, and `.course-staged.json`, the sha256 of the hand-in it stands for"),
     Output("", "autograded/<student>/<assignment>/", "",
-           "nbgrader's autograded copies, which formgrader serves"),
+               "nbgrader's autograded copies, which formgrader serves"),
 )
 
 
-def where(out: str) -> str:
+def where(out: str, outputs: Sequence[Output]) -> str:
     """The lines `course grade` prints: each printed output's path under ``out``, files of one
     label on one line."""
     lines: dict[str, list[Output]] = {}
-    for output in OUTPUTS:
+    for output in outputs:
         if output.label:
             lines.setdefault(output.label, []).append(output)
     text = []

@@ -25,7 +25,7 @@ from autograder.course.config import Course
 from autograder.errors import CourseError
 
 PACKAGE = __name__.rpartition(".")[0]
-# nbgrader's exchange steps -> their classes, each refused while course.yaml does not load (plugins.py)
+# nbgrader's exchange steps -> their classes, each refused while course.yaml does not load (plugins/refused.py)
 REFUSED_STEPS = {"collect": "ExchangeCollect", "release_assignment": "ExchangeReleaseAssignment",
                  "release_feedback": "ExchangeReleaseFeedback", "fetch_assignment": "ExchangeFetchAssignment",
                  "fetch_feedback": "ExchangeFetchFeedback", "submit": "ExchangeSubmit", "list": "ExchangeList"}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from autograder.course import late
-from autograder.export.exports import scored
+from autograder.export.totals import scored
 from autograder.grade import handin, submission
 from autograder.mistakes import cohort
 from autograder.records.results import GRADER_ERROR

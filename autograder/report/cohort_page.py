@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from autograder.export.outputs import Export, Output
 from autograder.records import store
 from autograder.report import histograms, pages, similarity
 from autograder.report.cohort_analysis import (CSV, TOP_CHECKS, Report, analyse, counts, group_row, pair_row,
@@ -113,3 +114,16 @@ def write(course: Course, out: str, records: Collection[Submission], submitted: 
     with store.replacing(path, encoding="utf-8", errors="replace") as fh:
         fh.write(page(course, report))
     return path
+
+
+EXPORT = Export("report", (
+    Output("report", "cohort_report.html", "the cohort's mistakes and similarity flags",
+               "the cohort report for the instructor: score histograms, mistakes, hardest checks, not graded, "
+               "time, similarity"),
+    Output("", "cohort_report.csv", "",
+               "every number the cohort report shows, one row each "
+               "(`section,assignment,part,item,students,share,value,detail`)"),
+    Output("", "results/.similarity/<assignment>/<hash>.json", "",
+               "each hand-in's code as the similarity flags compare it, read once (named by the notebook's, the "
+               "release's and the reading code's hashes); safe to delete"),
+), lambda i: write(i.course, i.out, i.records, gradebook=i.gradebook))

@@ -14,8 +14,9 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from autograder.export.outputs import Export, Output
 from autograder.course import late
-from autograder.export.exports import scored
+from autograder.export.totals import scored
 from autograder.grade import versions
 from autograder.records import store
 from autograder.report import pages
@@ -96,7 +97,7 @@ PAGES = ".made_from.json"      # in reports/: what each page was made from (a do
 # what draws a page, below autograder/: its code, its templates and stylesheet, the written
 # answers' reading and sanitising, the record it reads and the late rule's words
 _DRAWN_BY = tuple(os.path.join(*p) for p in (
-    ("report", "feedback.py"), ("report", "pages.py"), ("export", "exports.py"), ("report", "templates", "*"),
+    ("report", "feedback.py"), ("report", "pages.py"), ("export", "totals.py"), ("report", "templates", "*"),
     ("nbgrader", "answers.py"), ("nbgrader", "preprocessors", "sanitizemarkdown.py"), ("records", "results.py"),
     ("course", "late.py")))
 
@@ -165,3 +166,13 @@ def write_feedback(out: str, records: Iterable[Submission], course: Course | Non
     with store.replacing(os.path.join(folder, PAGES), encoding="utf-8") as fh:
         json.dump(now, fh)
     return folder
+
+
+EXPORT = Export("feedback", (
+    Output("feedback", "reports/<student>/<assignment>.html", "",
+               "one self-contained page per student and assignment: scores, what each failing check tested, "
+               "the likely mistake, late penalty and hand grades; never hidden test source"),
+    Output("", "reports/.made_from.json", "",
+               "what each feedback page was drawn from, as a hash: an export draws again only the pages whose "
+               "record, hand grades or drawing code changed; safe to delete (every page is then drawn again)"),
+), lambda i: write_feedback(i.out, i.records, i.course, i.gradebook, i.add_answers, on_disk=True))

@@ -8,7 +8,7 @@ from what the course itself runs on:
 * ``course_yaml.md``: every course.yaml key, with its type, default and meaning, from the
   dataclass fields the loader reads the allowed keys from (autograder/course/config.py,
   selfcheck/limits.py);
-* ``outputs.md``: every file of a grading folder, from autograder/export/outputs.py, the list
+* ``outputs.md``: every file of a grading folder, from ``autograder.pipeline.OUTPUTS``, the list
   `course grade` prints;
 * ``limits.md``: the course's limits (course.yaml's values) and the fixed bounds, each the
   constant and comment in the module that enforces it;
@@ -244,9 +244,9 @@ def course_yaml_md() -> str:
 # --- output files ----------------------------------------------------------------------------
 
 def outputs_md() -> str:
-    from autograder.export import outputs
+    from autograder import pipeline
     lines = ["| file | holds | `course grade` prints it as |", "| --- | --- | --- |"]
-    for o in outputs.OUTPUTS:
+    for o in pipeline.OUTPUTS:
         shown = f"`{o.label}`" + (f" ({_cell(o.note)})" if o.note else "") if o.label else "—"
         lines.append(f"| `{o.path}` | {_cell(o.meaning)} | {shown} |")
     return "\n".join(lines) + "\n"

@@ -1,35 +1,20 @@
-"""nbgrader's collect, release_feedback and CSV export, made safe for hand-ins written by strangers.
-
-nbgrader takes them by name from its configuration (``ExchangeFactory.collect``,
-``ExchangeFactory.release_feedback``, ``ExportApp.plugin_class``;
-:mod:`autograder.nbgrader.settings`), so plain ``nbgrader collect``,
-``nbgrader release_feedback`` and ``nbgrader export`` in the course folder use them.
-
-* :class:`SafeCollect` copies what students put in the exchange's inbound
-  folder through autograder/grade/handin.py, never following a symbolic link
-  (nbgrader's copy follows them, so a link to the solutions would be collected
-  as a file with their text) and taking only the files the release declares
-  (a handed-in ``notes.html`` would be served by formgrader as a page), and
-  refuses a hand-in whose folder belongs neither to the student it
-  names nor to the instructor collecting (nbgrader only warns): a student who
-  submits as someone else is left out, and that student's own latest hand-in
-  is collected instead. A hand-in carrying the submission secret of another
-  student's earlier hand-in is refused too, naming both: release_feedback names
-  a feedback page by that secret alone, so a copied secret would put one
-  student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
-  parse, a file, a link) is left out with a warning, never stopping the
-  others; its time is the one the exchange saw (:mod:`autograder.grade.submission_time`),
-  never the one the student wrote. Every name it logs shows its control characters as
-  escapes (:func:`autograder.untrusted.guard_logging`), and a hand-in whose name holds
-  any, or whose random end is not the one nbgrader's submit writes, is left out.
-* :class:`SafeReleaseFeedback` releases each student's feedback on its own: a
-  hand-in whose secret (which alone names the released page) is missing, not the
-  token nbgrader's submit writes, or also another student's is skipped with a
-  warning naming the student, never stopping the class's release (nbgrader's raises
-  on the first bad one, on every later run) nor landing on a classmate's page.
-* :class:`SafeCsvExport` writes nbgrader's ``grades.csv`` columns through the
-  csv module, every text field quoted and spreadsheet-safe, the ids unchanged
-  (:func:`autograder.untrusted.writer`; a comma in a name cannot shift a column).
+""":class:`SafeCollect` copies what students put in the exchange's inbound
+folder through autograder/grade/handin.py, never following a symbolic link
+(nbgrader's copy follows them, so a link to the solutions would be collected
+as a file with their text) and taking only the files the release declares
+(a handed-in ``notes.html`` would be served by formgrader as a page), and
+refuses a hand-in whose folder belongs neither to the student it
+names nor to the instructor collecting (nbgrader only warns): a student who
+submits as someone else is left out, and that student's own latest hand-in
+is collected instead. A hand-in carrying the submission secret of another
+student's earlier hand-in is refused too, naming both: release_feedback names
+a feedback page by that secret alone, so a copied secret would put one
+student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
+parse, a file, a link) is left out with a warning, never stopping the
+others; its time is the one the exchange saw (:mod:`autograder.grade.submission_time`),
+never the one the student wrote. Every name it logs shows its control characters as
+escapes (:func:`autograder.untrusted.guard_logging`), and a hand-in whose name holds
+any, or whose random end is not the one nbgrader's submit writes, is left out.
 """
 
 import contextlib
@@ -40,36 +25,17 @@ import pwd
 import re
 import shutil
 import stat
-import sys
 import datetime
 
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.exchange import abc as exchange_abc
 from nbgrader.exchange.default.collect import ExchangeCollect
-from nbgrader.exchange.default.release_feedback import ExchangeReleaseFeedback
-from nbgrader.plugins import CsvExportPlugin
-from nbgrader.utils import check_mode, notebook_hash, parse_utc
+from nbgrader.utils import check_mode, parse_utc
 
 from autograder import untrusted
 from autograder.grade import handin, submission_time
-from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder.nbgrader.settings import REFUSED_STEPS
-from autograder.nbgrader.staging import excluded_students
+
 
 _RANDOM = re.compile(r"[A-Za-z0-9_-]{1,64}")    # nbgrader's submit: 9 random bytes, URL-safe base64
-
-
-class _Refused:
-    """Every exchange step (collect, release_assignment, release_feedback, ...) while course.yaml
-    does not load: its problem has been said in one line; nbgrader's default exchange
-    (``/usr/local/share/nbgrader/exchange``) is neither created nor named."""
-
-    def start(self) -> None:
-        sys.exit(1)
-
-
-for _step, _base in REFUSED_STEPS.items():       # RefusedExchangeCollect, ...: what settings names
-    globals()["Refused" + _base] = type("Refused" + _base, (_Refused, getattr(exchange_abc, _base)), {})
 
 
 class SafeCollect(ExchangeCollect):
@@ -272,88 +238,3 @@ def _secret(path: str) -> bytes | None:
     except (handin.Refused, OSError):
         return None
     return secret.strip() or None
-
-
-class SafeReleaseFeedback(ExchangeReleaseFeedback):
-    """nbgrader's release_feedback (0.9.6), one student at a time. The released page is named
-    by the hand-in's secret alone, so a secret that cannot be used (missing, not the token
-    nbgrader's submit writes) is that student's problem, and a secret two students' hand-ins
-    hold (a copied one) is neither's page: each is skipped with a warning naming the student.
-    Its time, which nbgrader's only logs, is not read."""
-
-    def _secret(self, folder: str) -> tuple[bytes | None, str | None]:
-        """(the secret of the feedback folder ``folder``, why it cannot be used)."""
-        try:
-            secret = handin.read(folder, [handin.SECRET], handin.MAX_EXCHANGE_FILE)
-        except handin.Refused as exc:
-            return None, str(exc)
-        why = handin.secret_problem(secret)
-        return (None, f"{handin.SECRET} {why}") if why else (secret, None)
-
-    def copy_files(self) -> None:
-        excluded = excluded_students(self.coursedir)
-        pattern = re.escape(os.path.sep).join([
-            self.coursedir.format_path(self.coursedir.feedback_directory, "(?P<student_id>.*)",
-                                       self.coursedir.assignment_id, escape=True),
-            "(?P<notebook_id>.*).html"])
-        holders: dict[bytes, set[str]] = {}       # every student's, whichever are released now
-        for folder in glob.glob(self.coursedir.format_path(self.coursedir.feedback_directory, "*",
-                                                           self.coursedir.assignment_id)):
-            secret, _ = self._secret(folder)
-            if secret is not None:
-                holders.setdefault(secret, set()).add(os.path.basename(os.path.dirname(folder)))
-        for page in sorted(glob.glob(os.path.join(self.src_path, "*.html"))):
-            found = re.match(pattern, page)
-            if found is None:
-                self.log.error("Could not match '%s' with regexp '%s'", page, pattern)
-                continue
-            student, notebook = found.group("student_id"), found.group("notebook_id")
-            if student in excluded:
-                continue
-            secret, why = self._secret(os.path.dirname(page))
-            others = sorted(holders.get(secret, set()) - {student}) if secret is not None else []
-            if others:
-                why = f"its {handin.SECRET} is also the one of {', '.join(map(repr, others))}"
-            if why:
-                self.log.warning("Not releasing the feedback of %r on %s: %s", student,
-                                 self.coursedir.assignment_id, why)
-                continue
-            assert secret is not None                 # a hand-in without one was left out above
-            checksum = notebook_hash(secret=secret.decode("ascii"), notebook_id=notebook)
-            self.log.info("Releasing feedback for student '%s' on assignment '%s/%s/%s'", student,
-                          self.coursedir.course_id, self.coursedir.assignment_id, notebook)
-            staged = os.path.join(self.dest_path, f"{checksum}-tmp.html")
-            shutil.copy(page, staged)
-            shutil.move(staged, os.path.join(self.dest_path, f"{checksum}.html"))
-
-
-class SafeCsvExport(CsvExportPlugin):
-    """nbgrader's CSV export, with quoting and spreadsheet-safe text."""
-
-    COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
-               "email", "raw_score", "late_submission_penalty", "score", "max_score"]
-
-    def export(self, gradebook: Gradebook) -> None:
-        from autograder.nbgrader.gradebook import totals
-        from autograder.untrusted import write_csv
-        wanted_a = {str(a) for a in self.assignment}
-        wanted_s = {str(s) for s in self.student}
-        students = [s for s in gradebook.students if not wanted_s or s.id in wanted_s]
-        rows = []
-        for assignment in gradebook.assignments:
-            if wanted_a and assignment.name not in wanted_a:
-                continue
-            handed_in = totals(gradebook, assignment.name)     # a few queries, not three a student
-            for student in students:
-                row = {"assignment": assignment.name, "duedate": assignment.duedate or "",
-                       "student_id": student.id, "last_name": student.last_name or "",
-                       "first_name": student.first_name or "", "email": student.email or "",
-                       "max_score": assignment.max_score, "timestamp": "", "raw_score": 0.0,
-                       "late_submission_penalty": 0.0, "score": 0.0}
-                if student.id in handed_in:
-                    mine = handed_in[student.id]                 # the penalty to 3 decimals, as totals.csv
-                    row.update(timestamp=mine.timestamp or "", raw_score=round(mine.score, 3),
-                               late_submission_penalty=round(mine.penalty, 3),
-                               score=round(max(0.0, mine.score - mine.penalty), 3))
-                rows.append({k: (v if isinstance(v, (int, float)) else str(v)) for k, v in row.items()})
-        write_csv(self.to or "grades.csv", self.COLUMNS, rows, ids=("student_id", "email"))
