@@ -2,7 +2,7 @@
 
 Builds a synthetic cohort (at least 60 submissions over every assignment in
 course.yaml: the reference, the untouched stub, every mistake and every
-alternative correct solution of tests/mutants/, round-robin) and times, one
+alternative correct solution of parts/<part>/mistakes.py, round-robin) and times, one
 after the other on the same machine:
 
   baseline     plain `nbgrader autograde <assignment>` over the same notebooks, one

@@ -117,7 +117,7 @@ def _course(folder, n, db_url):
     rest of the course linked; roster.csv of its ``n`` students."""
     import yaml
     os.makedirs(folder)
-    for name in ("solutions", "assignments", "data", "tests", "nbgrader_config.py"):
+    for name in ("solutions", "assignments", "data", "parts", "nbgrader_config.py"):
         os.symlink(os.path.join(ROOT, name), os.path.join(folder, name))
     with open(os.path.join(ROOT, "course.yaml")) as fh:
         raw = yaml.safe_load(fh)

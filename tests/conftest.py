@@ -45,8 +45,7 @@ def graded_demo(course, tmp_path_factory):
 
 def _copy_course(course, dest):
     """Copy course.yaml, its nbgrader_config.py and everything they point to into ``dest``."""
-    for name in ("course.yaml", "nbgrader_config.py", "solutions", "assignments", "data",
-                 os.path.join("tests", "hidden"), os.path.join("tests", "mutants")):
+    for name in ("course.yaml", "nbgrader_config.py", "solutions", "assignments", "data", "parts"):
         src = os.path.join(course.root, name)
         if os.path.isdir(src):
             shutil.copytree(src, os.path.join(dest, name), ignore=shutil.ignore_patterns("__pycache__"))

@@ -89,14 +89,15 @@ def test_a_part_added_by_the_readme_steps_is_released_graded_and_exported(course
     with open(os.path.join(folder, "test_layer_norm.py"), "w") as fh:
         fh.write(PUBLIC)
     # 3. the hidden suite
-    with open(os.path.join(course.root, "tests", "hidden", "test_layer_norm.py"), "w") as fh:
+    os.makedirs(os.path.join(course.root, "parts", "layer_norm"))
+    with open(os.path.join(course.root, "parts", "layer_norm", "hidden.py"), "w") as fh:
         fh.write(HIDDEN)
 
     # 4. the entry in course.yaml
     def add_part(raw):
         raw["assignments"][assignment.id]["parts"]["layer_norm"] = {
             "title": "layer normalisation", "points": 2, "cells": ["layer_norm"],
-            "tests": "tests/hidden/test_layer_norm.py"}
+            "tests": "parts/layer_norm/hidden.py"}
     course = course_copy(add_part)
     assignment = course.assignments[0]
     assert assignment.parts[-1].id == "layer_norm"

@@ -12,8 +12,8 @@ from autograder.course import config
 
 @pytest.fixture
 def course_copy(tmp_path):
-    """A copy of the course files small enough to edit: course.yaml, solutions/, tests/."""
-    for name in ("solutions", "tests"):
+    """A copy of the course files small enough to edit: course.yaml, solutions/, parts/."""
+    for name in ("solutions", "parts"):
         shutil.copytree(f"{config.ROOT}/{name}", tmp_path / name,
                         ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(f"{config.ROOT}/course.yaml", tmp_path / "course.yaml")
@@ -55,7 +55,7 @@ def test_the_course_loads(course):
      ["notebook", "nowhere.ipynb", "does not exist"]),
     (lambda d: d["limits"].__setitem__("wall_time", 3), ["limits.wall_time", "unknown key"]),
     (lambda d: first_part(d)[1].__setitem__("cells", ["no_such_cell"]), ["cells", "no_such_cell"]),
-    (lambda d: first_part(d)[1].__setitem__("tests", "tests/hidden/nothing.py"), ["tests", "does not exist"]),
+    (lambda d: first_part(d)[1].__setitem__("tests", "parts/softmax/nothing.py"), ["tests", "does not exist"]),
     (lambda d: d["limits"].__setitem__("memory_mb", "lots"), ["memory_mb", "must be a number"]),
     (lambda d: d.__setitem__("similarity_threshold", 1.5), ["similarity_threshold", "at most 1", "1.5"]),
     (lambda d: d.__setitem__("similarity_threshold", "high"), ["similarity_threshold", "must be a number"]),

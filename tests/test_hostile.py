@@ -54,7 +54,7 @@ def hostile_course(tmp_path_factory):
     import yaml
     from autograder.course import config, corpus
     root = tmp_path_factory.mktemp("course")
-    for name in ("solutions", "assignments", "tests", "data"):
+    for name in ("solutions", "assignments", "parts", "data"):
         shutil.copytree(os.path.join(config.ROOT, name), root / name,
                         ignore=shutil.ignore_patterns("__pycache__", "*.png", "projection_removal.json"))
     with open(os.path.join(config.ROOT, "course.yaml")) as fh:
@@ -470,7 +470,7 @@ def test_students_code_sees_only_its_folder(course, tmp_path):
     (mine / "framework_stub.py").write_text("VALUE = 42\n")
     root = course.root
     secrets = [os.path.join(root, "solutions", "attention", "attention.ipynb"),
-               os.path.join(root, "tests", "hidden", "test_softmax.py"),
+               os.path.join(root, "parts", "softmax", "hidden.py"),
                os.path.join(root, "data", "chapter_numbers.yaml"),
                os.path.join(root, "course.yaml"), str(other / "attention.ipynb"),
                "/etc/passwd", "/root/.bash_history"]
@@ -478,7 +478,7 @@ def test_students_code_sees_only_its_folder(course, tmp_path):
     try:
         for path in secrets:
             assert student.can_read(path) is False, path
-        for path in (root, os.path.join(root, "solutions"), os.path.join(root, "tests"), str(other)):
+        for path in (root, os.path.join(root, "solutions"), os.path.join(root, "parts"), str(other)):
             assert student.can_list(path) is False, path
         assert student.can_write("scratch.txt") is True          # its own folder, a tmpfs
         for path in (str(mine / "x"), str(other / "x"), os.path.join(root, "x"), "/tmp/x", "/x",
@@ -682,7 +682,7 @@ def test_course_check_runs_in_the_sandbox(course, tmp_path):
     if not ISOLATED:
         pytest.xfail(sandbox.describe())
     assignment = course.assignment("attention")
-    hidden = os.path.join(course.root, "tests", "hidden", "test_softmax.py")
+    hidden = os.path.join(course.root, "parts", "softmax", "hidden.py")
     target = course.release(assignment, "test_softmax.py")
     before = _sha(target)
     prefix = (f"for _p in ({hidden!r}, {target!r}):\n"

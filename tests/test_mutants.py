@@ -1,12 +1,12 @@
 """The mutation check of the suites, for every graded part in course.yaml.
 
-For each part, ``tests/mutants/<part>.py`` lists realistic wrong implementations
+For each part, ``parts/<part>/mistakes.py`` lists realistic wrong implementations
 (``MISTAKES``) and differently written correct ones (``CORRECT``), each replacing
 whole solution cells of the reference. Every mistake must lose points in its part,
 every correct variant must earn full marks, and neither may touch another part.
 Every mistake the notebook warns about (``warned``) must fail a public check, so the
 self-check catches it; every mistake's first line at grading must name it (the id its checks
-recorded is its own); at least 90% of the held-out mistakes (``tests/mutants/held_out/``,
+recorded is its own); at least 90% of the held-out mistakes (``parts/<part>/held_out.py``,
 never used to write a diagnosis) must be named the same way; and docs/mistakes.json, with
 docs/mistakes.md rendered from it, must be current.
 
@@ -83,8 +83,8 @@ def graded(tmp_path_factory, request):
 @pytest.mark.parametrize("assignment,part", PARTS, ids=[p.id for _, p in PARTS])
 def test_every_part_has_a_catalogue(assignment, part):
     mistakes, correct = cohort.catalogue(COURSE, part.id)
-    assert len(mistakes) >= 6, f"tests/mutants/{part.id}.py: at least six MISTAKES"
-    assert len(correct) >= 2, f"tests/mutants/{part.id}.py: at least two CORRECT variants"
+    assert len(mistakes) >= 6, f"parts/{part.id}/mistakes.py: at least six MISTAKES"
+    assert len(correct) >= 2, f"parts/{part.id}/mistakes.py: at least two CORRECT variants"
     assert any("hard" in name for name in mistakes), f"{part.id}: no hard-coded entry among the mistakes"
 
 
@@ -152,7 +152,7 @@ def test_every_mistake_s_first_line_names_it(graded, assignment, part):
 
 
 def test_the_first_sentence_names_at_least_90_percent_of_the_held_out_mistakes(graded, request):
-    """Mistakes kept out of writing the diagnoses (tests/mutants/held_out/): each loses points, and the
+    """Mistakes kept out of writing the diagnoses (parts/<part>/held_out.py): each loses points, and the
     first sentence of the part's reason names at least 90% of them."""
     data = catalogue.summary(COURSE, graded)
     named, total = data["held_out_named"]

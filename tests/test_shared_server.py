@@ -181,7 +181,7 @@ def test_no_student_account_reads_the_course_folder(server, capsys):
     ann = server["students"][0]
     root = course.root
     secrets = [root, os.path.join(root, "solutions", "attention", "attention.ipynb"),
-               os.path.join(root, "tests", "hidden", "test_softmax.py"),
+               os.path.join(root, "parts", "softmax", "hidden.py"),
                os.path.join(root, "submitted", ann, "attention", "attention.ipynb"),
                os.path.join(root, "results", ann, "attention.json"), os.path.join(root, "gradebook.db"),
                os.path.join(root, "autograded"), os.path.join(root, "grades.csv")]

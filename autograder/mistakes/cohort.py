@@ -1,6 +1,6 @@
 """Submissions made to order: the reference, the untouched stub, and known mistakes.
 
-The mistakes are the catalogue in ``tests/mutants/<part>.py`` (each replaces
+The mistakes are the catalogue in ``parts/<part>/mistakes.py`` (each replaces
 whole solution cells of the reference), so the demo cohort, the mutation
 check and the catalogue of hostile notebooks all build notebooks one way.
 """
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 def catalogue(course: Course, part_id: str, held_out: bool = False) -> tuple[dict, dict]:
     """The part's ``MISTAKES`` and ``CORRECT`` dictionaries (empty when it has none); with ``held_out``,
-    those of ``tests/mutants/held_out/<part>.py``, the mistakes kept out of writing the diagnoses."""
-    path = os.path.join(course.root, "tests", "mutants", *(["held_out"] if held_out else []), f"{part_id}.py")
+    those of ``parts/<part>/held_out.py``, the mistakes kept out of writing the diagnoses."""
+    path = os.path.join(course.root, "parts", part_id, "held_out.py" if held_out else "mistakes.py")
     if not os.path.exists(path):
         return {}, {}
     spec = importlib.util.spec_from_file_location(f"mutants_{'held_out_' * held_out}{part_id}", path)

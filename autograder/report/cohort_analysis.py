@@ -124,7 +124,7 @@ def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similari
 
 def known_documents(course: Course, spec: Assignment, release: dict) -> list[similarity.Document]:
     """similarity.Documents of the known ways to write assignment ``spec``: the reference
-    solution and every entry of the catalogue in tests/mutants/, correct variants and realistic
+    solution and every entry of the catalogue in parts/<part>/mistakes.py, correct variants and realistic
     mistakes alike (their fingerprints are common, never evidence)."""
     ways = [cohort.solved(course, spec)]
     for part in spec.parts:

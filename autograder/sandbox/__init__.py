@@ -14,7 +14,7 @@ bubblewrap (``bwrap``), never with a privilege over anything on the host:
   capability over the host;
 * **a private view of the disk** (:mod:`autograder.sandbox.jails`): only what
   the code needs, read-only, and two small tmpfs mounts to write in.
-  ``solutions/``, ``tests/``, the gradebook and every other submission are not
+  ``solutions/``, ``parts/`` (the hidden suites), the gradebook and every other submission are not
   there at all;
 * **new PID, user, network, IPC, UTS and cgroup namespaces**: when the part is
   done the grader kills the sandbox's init and the kernel kills everything in
@@ -57,7 +57,7 @@ if TYPE_CHECKING:
 __all__ = ["CPU_CORES", "SANDBOX_UIDS", "SCRATCH", "SandboxError", "corpus_path", "describe", "jail", "kill_user"]
 
 BANNER_WEAK = ("WEAKER MODE: bubblewrap is not available ({why}); students' code runs WITHOUT "
-               "filesystem isolation (it can read solutions/, tests/ and other submissions). "
+               "filesystem isolation (it can read solutions/, the hidden suites and other submissions). "
                "Install it (Debian/Ubuntu: apt-get install bubblewrap) before grading real submissions.")
 
 CODE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

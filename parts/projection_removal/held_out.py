@@ -7,8 +7,7 @@ measures how many of these the first sentence of the part's reason names.
 import importlib.util
 import os
 
-_SPEC = importlib.util.spec_from_file_location("_catalogue", os.path.join(os.path.dirname(__file__), "..",
-                                                                          "projection_removal.py"))
+_SPEC = importlib.util.spec_from_file_location("_catalogue", os.path.join(os.path.dirname(__file__), "mistakes.py"))
 _CATALOGUE = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(_CATALOGUE)
 _REMOVAL = '''
