@@ -162,7 +162,7 @@ def assess_late(course: config.Course, out: str, records: Sequence[Submission], 
     after the last export, which never showed it)."""
     for record in records:
         earned = totals.earned(record, gradebook.get(record.key))
-        now = late.current(course, record, earned)
+        now = late.of_record(course, record, earned)
         # a submission the gradebook does not hold (a grader error, no gradebook) keeps its hand points
         hand = round(earned - record.score, 3) if record.key in gradebook else record.by_hand
         if now != record.late or hand != record.by_hand:

@@ -40,9 +40,10 @@ def _what_changed(old: Submission | None, new: Submission) -> str:
         said.append("suites")
     if old.submitted_at != new.submitted_at:
         said.append("hand-in time")
-    was, now = old.late or {}, new.late or {}
+    was, now = old.late, new.late
     # the penalty is a share of the points earned: a change of its points alone is theirs
-    points_alone = {k: v for k, v in was.items() if k != "points"} == {k: v for k, v in now.items() if k != "points"}
+    points_alone = ((dataclasses.replace(was, points=0.0) if was else None)
+                    == (dataclasses.replace(now, points=0.0) if now else None))
     if ((old.by_hand or 0.0) != (new.by_hand or 0.0) and None not in (old.by_hand, new.by_hand)
             or was != now and points_alone and not said):
         said.append("hand grade")
@@ -123,7 +124,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         scores = nbgrader_gradebook.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
         scores = {}
-    records = [dataclasses.replace(r, late=late.current(course, r, totals.earned(r, scores.get(r.key))))
+    records = [dataclasses.replace(r, late=late.of_record(course, r, totals.earned(r, scores.get(r.key))))
                for r in records]
     lates, unmarked, changed = [], [], []
     for record in sorted(records, key=lambda r: r.key):

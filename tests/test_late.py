@@ -50,9 +50,9 @@ def test_an_extension_is_the_students_own_due_date(course):
                                 extensions={"alice": {first.id: DUE + 2 * DAY}})
     assert late.assess(other, "alice", first.id, (DUE + DAY).isoformat(), 8.0) is None
     found = late.assess(other, "bob", first.id, (DUE + DAY).isoformat(), 8.0)
-    assert found["due_from"] == "due" and found["points"] == 0.8 and found["minutes_late"] == 1440.0
+    assert found.due_from == "due" and found.points == 0.8 and found.minutes_late == 1440.0
     found = late.assess(other, "alice", first.id, (DUE + 3 * DAY).isoformat(), 8.0)
-    assert found["due_from"] == "extension" and found["points"] == 0.8
+    assert found.due_from == "extension" and found.points == 0.8
     assert "extended due date" in late.describe(found) and "10% per started day" in late.describe(found)
 
 
@@ -123,7 +123,7 @@ def test_every_export_takes_the_same_late_penalty(term):
             assert record.late is None and 'id=late' not in page, student
             assert student not in {r["item"] for r in report}
         else:
-            assert record.late["points"] == taken and record.late["due"] == DUE.isoformat() + "+00:00"
+            assert record.late.points == taken and record.late.due == DUE.isoformat() + "+00:00"
             assert "id=late" in page and "per started day late" in page, student
             assert float(next(r for r in report if r["item"] == student)["value"]) == pytest.approx(taken)
     assert "within the grace" in (out / "reports" / "grace" / f"{assignment.id}.html").read_text()
@@ -198,7 +198,7 @@ def test_a_moved_deadline_and_a_new_extension_change_exactly_those_totals_at_reg
     grades = {r["student_id"]: float(r["score"]) for r in _csv(out / "grades.csv")}
     assert grades == totals
     history = store.history(str(out), "late", assignment.id)
-    assert history and history[-1].late["points"] == pytest.approx(full * 0.1)
+    assert history and history[-1].late.points == pytest.approx(full * 0.1)
     assert cli.main(["--config", course.path, "history", "late", "--dir", str(out)]) == 0
     said = capsys.readouterr().out
     assert f"{full * 0.9:g}" in said and "due date, extension or late rule" in said.splitlines()[-1]

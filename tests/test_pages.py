@@ -8,7 +8,7 @@ from html.parser import HTMLParser
 import pytest
 
 from autograder.mistakes import cohort
-from autograder.records.results import Check, PartResult, Submission
+from autograder.records.results import Check, Lateness, PartResult, Submission
 from autograder.report import cohort_analysis, cohort_page, feedback
 
 ODD = "</dd></pre><script>alert('x')</script><img src=x onerror=alert(1)> & \"quoted\" 'single' =1+2"
@@ -100,10 +100,9 @@ def test_the_feedback_page_shows_each_written_answer_and_an_override_badged_by_i
     assert "b-passed" in softmax and "partial" not in softmax and "4 / 4 (set by hand)" in softmax
     nothing = feedback.feedback_page(record, course, {c: dict(w, graded=False) for c, w in written.items()})
     assert "graded by hand: not graded yet" in nothing and "0 / 2" not in nothing
-    late = dict(record.__dict__, late={"due": "2026-12-08T23:59:00+00:00", "due_from": "due", "minutes_late": 130.0,
-                                       "submitted": "x", "rule": "10% per started day late, at most 50%",
-                                       "fraction": 0.1, "points": 0.15})
-    page = feedback.feedback_page(Submission(**late), course)
+    late = Lateness(due="2026-12-08T23:59:00+00:00", due_from="due", minutes_late=130.0, submitted="x",
+                    rule="10% per started day late, at most 50%", fraction=0.1, points=0.15)
+    page = feedback.feedback_page(dataclasses.replace(record, late=late), course)
     assert "2.2 hours after the due date" in page and "late penalty 0.15 points (10% of the points earned)" in page
 
 

@@ -317,4 +317,4 @@ def test_an_assignment_not_yet_due_is_empty_in_the_lms_files_and_the_grace_costs
     cy = json.loads((term.out / "gradescope" / "cy" / "attention" / "results.json").read_text())
     late = [t for t in cy["tests"] if t["number"] == "late"]
     assert len(late) == 1 and late[0]["score"] < 0
-    assert store.read_result(str(term.out), "bob", "attention").late["points"] == 0
+    assert store.read_result(str(term.out), "bob", "attention").late.points == 0

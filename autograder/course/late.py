@@ -15,6 +15,8 @@ import datetime
 import math
 from typing import TYPE_CHECKING
 
+from autograder.records.results import Lateness
+
 if TYPE_CHECKING:
     from autograder.course.config import Course, LatePolicy
     from autograder.records.results import Submission
@@ -61,36 +63,34 @@ def parse_time(text: str | None) -> datetime.datetime | None:
 
 
 def assess(course: Course, student: str, assignment_id: str, submitted_at: str | None,
-           earned: float) -> dict | None:
-    """What lateness costs one hand-in, for its record and every export; None when it was on time
-    (or its assignment has no due date, or its time is unknown).
-
-    ``{"due", "due_from" ("due" or "extension"), "submitted", "minutes_late", "rule", "fraction",
-    "points"}``, times in ISO 8601 UTC; a hand-in within the grace is listed with 0 points."""
+           earned: float) -> Lateness | None:
+    """What lateness costs one hand-in on its ``earned`` points: the one verdict its record, every
+    export and nbgrader's own autograde (CourseLatePenalties) take; None when it was on time (or
+    its assignment has no due date, or its time is unknown)."""
     when = parse_time(submitted_at)
     deadline, source = due(course, student, assignment_id)
     if when is None or deadline is None or when <= deadline:
         return None
     seconds = (when - deadline).total_seconds()
-    return {"due": deadline.isoformat() + "+00:00", "due_from": source, "submitted": when.isoformat() + "+00:00",
-            "minutes_late": round(seconds / 60, 1), "rule": rule(course.late),
-            "fraction": fraction(course.late, seconds), "points": points_taken(course.late, seconds, earned)}
+    return Lateness(due=deadline.isoformat() + "+00:00", due_from=source, submitted=when.isoformat() + "+00:00",
+                    minutes_late=round(seconds / 60, 1), rule=rule(course.late),
+                    fraction=fraction(course.late, seconds), points=points_taken(course.late, seconds, earned))
 
 
-def describe(late: dict | None) -> str:
+def describe(late: Lateness | None) -> str:
     """One line for a student or an instructor: how late, against which date, what it cost."""
     if not late:
         return ""
-    minutes = late["minutes_late"]
+    minutes = late.minutes_late
     how = f"{minutes:g} minutes" if minutes < 120 else (f"{minutes / 60:.1f} hours" if minutes < 2880
                                                          else f"{minutes / 1440:.1f} days")
-    which = "your extended due date" if late["due_from"] == "extension" else "the due date"
-    cost = (f"late penalty {late['points']:g} points ({late['fraction']:.0%} of the points earned)"
-            if late["points"] else "no penalty" + (" (within the grace)" if not late["fraction"] else ""))
-    return f"handed in {how} after {which} ({late['due']}): {cost}; rule: {late['rule']}"
+    which = "your extended due date" if late.due_from == "extension" else "the due date"
+    cost = (f"late penalty {late.points:g} points ({late.fraction:.0%} of the points earned)"
+            if late.points else "no penalty" + (" (within the grace)" if not late.fraction else ""))
+    return f"handed in {how} after {which} ({late.due}): {cost}; rule: {late.rule}"
 
 
-def current(course: Course, record: Submission, earned: float) -> dict | None:
+def of_record(course: Course, record: Submission, earned: float) -> Lateness | None:
     """The late penalty of ``record`` by course.yaml as it is now, on its ``earned`` points
     (hand grades included); None for a grader error, whose score is nobody's."""
     if record.grader_error:

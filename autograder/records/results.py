@@ -79,6 +79,19 @@ class PartResult:
         return ids[words], words
 
 
+@dataclass(frozen=True)
+class Lateness:
+    """What lateness cost one hand-in, as the late rule found it (:func:`autograder.course.late.assess`);
+    a hand-in within the grace has one, with 0 points. Times are ISO 8601 in UTC."""
+    due: str                  # the due date it was held to
+    due_from: str             # "due" (the assignment's) or "extension" (the student's)
+    submitted: str
+    minutes_late: float
+    rule: str                 # the late rule in words
+    fraction: float           # of the points earned it loses
+    points: float             # the points it loses
+
+
 @dataclass
 class Submission:
     """One student's notebook for one assignment, graded."""
@@ -93,7 +106,7 @@ class Submission:
     graded_at: str | None = None
     seconds: float | None = None
     submitted_at: str | None = None   # collect's time of the hand-in, ISO 8601 in UTC; None: not known
-    late: dict | None = None       # what lateness cost it at the last export (autograder/course/late.py)
+    late: Lateness | None = None   # what lateness cost it at the last export
     # the points formgrader added to its parts' scores at the last export (hand-graded answers, a
     # part's score set by hand), kept for `course history` alone: the gradebook is where they live
     by_hand: float | None = None
@@ -114,7 +127,7 @@ class Submission:
     @property
     def late_points(self) -> float:
         """The points its late penalty takes (0 when on time)."""
-        return (self.late or {}).get("points", 0.0)
+        return self.late.points if self.late else 0.0
 
     @property
     def grader_error(self) -> bool:
@@ -133,7 +146,8 @@ class Submission:
             parts = [PartResult(**{**_known(PartResult, p),
                                    "checks": [Check(**_known(Check, c)) for c in p.get("checks") or []]})
                      for p in data["parts"]]
-            return cls(**{**_known(cls, data), "parts": parts})
+            late = Lateness(**_known(Lateness, data["late"])) if data.get("late") else None
+            return cls(**{**_known(cls, data), "parts": parts, "late": late})
         except (AttributeError, KeyError, TypeError) as exc:
             raise ValueError(f"not a result record ({type(exc).__name__}: {exc})") from None
 

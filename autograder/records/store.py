@@ -9,6 +9,7 @@ never sees half a file and an interrupted batch leaves every finished result who
 """
 
 import contextlib
+import dataclasses
 import datetime
 import glob
 import hashlib
@@ -56,7 +57,7 @@ def versions_key(record: Submission) -> str:
     name = (f"{(record.sha256 or 'nofile')[:8]}.{record.grader or 'nograder'}."
             f"{hashlib.sha256(joined.encode()).hexdigest()[:12]}")
     if record.late:         # one kept per late penalty it had
-        name += "." + hashlib.sha256(json.dumps(record.late, sort_keys=True).encode()).hexdigest()[:8]
+        name += "." + hashlib.sha256(json.dumps(dataclasses.asdict(record.late), sort_keys=True).encode()).hexdigest()[:8]
     if record.exported_at:  # and per export that changed what it shows (a hand grade, a penalty)
         name += "." + hashlib.sha256(f"{record.exported_at} {record.by_hand}".encode()).hexdigest()[:8]
     return name

@@ -2,8 +2,8 @@
 
 nbgrader's penalty methods are none or zero, and its due dates live in the gradebook alone; this
 puts course.yaml's due date and the student's extension in the gradebook and takes the penalty
-from :func:`autograder.course.late.points_taken` on the notebook's score, the one every export of the
-course applies. So plain ``nbgrader autograde`` and formgrader's Autograde button give the same
+from :func:`autograder.course.late.assess` on the notebook's score and collect's time, the
+verdict every export of the course applies. So plain ``nbgrader autograde`` and formgrader's Autograde button give the same
 penalty as ``course grade``.
 """
 
@@ -32,8 +32,9 @@ class CourseLatePenalties(NbGraderPreprocessor):
             set_due(course, gb.find_assignment(info["assignment"]), submission)
             gb.db.commit()
             notebook = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
-            taken = late.points_taken(course.late, submission.total_seconds_late, notebook.score)
-            notebook.late_submission_penalty = taken or None
+            when = submission.timestamp.isoformat() if submission.timestamp else None
+            verdict = late.assess(course, info["student"], info["assignment"], when, notebook.score)
+            notebook.late_submission_penalty = (verdict.points if verdict else 0) or None
             gb.db.commit()
         return nb, resources
 
