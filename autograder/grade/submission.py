@@ -32,7 +32,7 @@ def _support_files(course: Course, assignment: Assignment, workdir: str) -> None
         shutil.copy(path, workdir)
 
 
-def which_notebook(nb: dict, release: dict) -> str | None:
+def not_this_assignment(nb: dict, release: dict) -> str | None:
     """None when ``nb`` is plausibly this assignment's notebook, else the reason it is not."""
     expected = set(solution_ids(release))
     found = set(solution_ids(nb)) & expected
@@ -63,7 +63,7 @@ def grade_submission(course: Course, assignment_id: str, student_id: str, path: 
         record.sha256 = hashlib.sha256(raw).hexdigest()
         nb = parse_notebook(raw)
         release = read_notebook(course.release(assignment, assignment.notebook))
-        problem = which_notebook(nb, release)
+        problem = not_this_assignment(nb, release)
     except NotebookError as exc:
         problem = f"your notebook could not be read: {exc}"
     if problem:

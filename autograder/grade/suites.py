@@ -80,7 +80,7 @@ class StandIns:
         process = Student(self._program, serve=(fds, names), workdir=self._workdir, limits=self._limits,
                           jail=self._jail, label="the grader's stand-ins", max_timeouts=None)
         try:
-            process.start()
+            process.start_now()
         except StudentError as exc:      # the reference itself failed to load: ours to fix
             process.close()
             raise InfrastructureError(f"the reference stand-ins did not load: {exc.message}") from None
@@ -223,7 +223,7 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
                      "--rootdir", course.root] + PYTEST_LEAN
     forget(suites, course.root)
     try:
-        student.begin()         # its Python and numpy load while pytest starts and collects
+        student.start_early()         # its Python and numpy load while pytest starts and collects
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             pytest.main(args, plugins=[collector])
     finally:

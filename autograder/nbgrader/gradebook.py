@@ -126,7 +126,7 @@ def _each_student(gb: Gradebook, model: Any, assignment: str, notebook: str, cel
     return {(who, cell): row for row, cell, who in rows}
 
 
-def stranded(course: Course, out: str) -> str | None:
+def gradebook_left_behind(course: Course, out: str) -> str | None:
     """Why ``out``'s own SQLite gradebook would be lost (None when it would not): course.yaml's
     ``db_url`` points elsewhere, so every export would read a gradebook without its hand grades."""
     path = os.path.join(out, "gradebook.db")

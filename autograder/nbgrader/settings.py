@@ -33,7 +33,7 @@ _SAID: set[str] = set()      # the course.yaml problems said in this process
 CODE_STUB = '# YOUR CODE HERE\nraise NotImplementedError("not written yet")'
 
 
-def _ours(module: str, name: str) -> str:
+def _course_class(module: str, name: str) -> str:
     """The dotted name nbgrader's configuration gives a class of this package."""
     return f"{PACKAGE}.{module}.{name}"
 
@@ -53,26 +53,26 @@ def settings(course: Course, out: str | None = None) -> Config:
     c.Exchange.root = course.exchange_root or os.path.join(out, "exchange")
     # hand-ins are strangers' files: collect never follows a link nor takes another's name,
     # the CSV export cannot hold a formula, feedback pages never carry a student's script
-    c.ExchangeFactory.collect = _ours("plugins", "SafeCollect")
-    c.ExchangeFactory.release_feedback = _ours("plugins", "SafeReleaseFeedback")
-    c.ExportApp.plugin_class = _ours("plugins", "SafeCsvExport")
+    c.ExchangeFactory.collect = _course_class("plugins", "SafeCollect")
+    c.ExchangeFactory.release_feedback = _course_class("plugins", "SafeReleaseFeedback")
+    c.ExportApp.plugin_class = _course_class("plugins", "SafeCsvExport")
     c.HTMLExporter.sanitize_html = True
     # nbgrader's sanitising, with deleted test cells restored (RestoreCells) and the students'
     # markdown made safe for formgrader, which renders it unsanitised
     c.Autograde.sanitize_preprocessors = [
         "nbgrader.preprocessors.ClearOutput", "nbgrader.preprocessors.DeduplicateIds",
-        "nbgrader.preprocessors.OverwriteKernelspec", _ours("preprocessors", "RestoreCells"),
-        _ours("preprocessors", "CheckCellMetadata"), _ours("preprocessors", "SanitizeMarkdown")]
+        "nbgrader.preprocessors.OverwriteKernelspec", _course_class("preprocessors", "RestoreCells"),
+        _course_class("preprocessors", "CheckCellMetadata"), _course_class("preprocessors", "SanitizeMarkdown")]
     c.RestoreCells.add_missing_cells = True
     c.GenerateFeedback.preprocessors = ["nbgrader.preprocessors.GetGrades",
                                         "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-                                        _ours("preprocessors", "SanitizeMarkdown")]
+                                        _course_class("preprocessors", "SanitizeMarkdown")]
     # no kernel: the course grader's verdicts, graded here when a submission has none yet
     c.Autograde.autograde_preprocessors = [
-        _ours("preprocessors", "ApplyResults"),
+        _course_class("preprocessors", "ApplyResults"),
         "nbgrader.preprocessors.SaveAutoGrades",
-        _ours("preprocessors", "CourseLatePenalties"),
-        _ours("preprocessors", "CheckCellMetadata"),
+        _course_class("preprocessors", "CourseLatePenalties"),
+        _course_class("preprocessors", "CheckCellMetadata"),
     ]
     c.ApplyResults.results_dir = os.path.join(out, "results")
     c.ApplyResults.course_yaml = os.path.abspath(course.path)
@@ -108,7 +108,7 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
     except CourseError as exc:      # another's folder: nbgrader's own permissions decide
         print(f"warning: {exc}", file=sys.stderr)
     c.merge(settings(course, out))
-    c.GenerateAssignment.preprocessors = generate_preprocessors(_ours("preprocessors", "AddSelfCheckKit"))
+    c.GenerateAssignment.preprocessors = generate_preprocessors(_course_class("preprocessors", "AddSelfCheckKit"))
     c.AddSelfCheckKit.course_yaml = os.path.abspath(course.path)
 
 
@@ -117,7 +117,7 @@ def generate_preprocessors(*more: str) -> list:
     nbgrader's (the same check, its schema checked once), then ``more``."""
     from nbgrader.converters import GenerateAssignment      # nbgrader loads in seconds: only where it runs
     from nbgrader.preprocessors import CheckCellMetadata
-    return [_ours("preprocessors", "CheckCellMetadata") if step is CheckCellMetadata else step
+    return [_course_class("preprocessors", "CheckCellMetadata") if step is CheckCellMetadata else step
             for step in GenerateAssignment.class_traits()["preprocessors"].default()] + list(more)
 
 
@@ -131,8 +131,8 @@ def _refuse(c: Config, problem: str) -> None:
         _SAID.add(problem)
         print(f"error: {problem}", file=sys.stderr)
     for step, base in REFUSED_STEPS.items():
-        setattr(c.ExchangeFactory, step, _ours("plugins", "Refused" + base))
-    refuse = [_ours("preprocessors", "Refuse")]
+        setattr(c.ExchangeFactory, step, _course_class("plugins", "Refused" + base))
+    refuse = [_course_class("preprocessors", "Refuse")]
     c.Autograde.sanitize_preprocessors = refuse
     c.Autograde.autograde_preprocessors = refuse
     c.GenerateAssignment.preprocessors = refuse

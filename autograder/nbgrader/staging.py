@@ -38,12 +38,12 @@ def as_released(raw: bytes, release: dict, outputs: bool = False) -> tuple[bytes
     and a later cell with the same id, a cell whose id the release does not have or whose type
     changed is a plain cell (grading, too, takes the first and ignores the others). So nbgrader's
     gradebook holds the release's points and the course grader's verdicts for every hand-in."""
-    from autograder.grade.submission import which_notebook
+    from autograder.grade.submission import not_this_assignment
     try:
         nb = parse_notebook(raw)
     except NotebookError as exc:
         return None, str(exc)
-    problem = which_notebook(nb, release)
+    problem = not_this_assignment(nb, release)
     if problem:
         return None, problem
     released = {grade_id(c): c for c in release["cells"] if grade_id(c)}

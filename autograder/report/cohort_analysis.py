@@ -114,7 +114,7 @@ def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similari
         nb = parse_notebook(raw)
     except NotebookError:
         return LEFT_OUT
-    if submission.which_notebook(nb, release):
+    if submission.not_this_assignment(nb, release):
         return LEFT_OUT     # graded as not this assignment's notebook: none of it runs
     try:
         return read(key, nb)

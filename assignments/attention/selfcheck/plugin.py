@@ -77,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session = config.stash[SESSION] = _Session(config)
     if not (config.option.collectonly or config.option.help):
         try:
-            session.handle().begin()
+            session.handle().start_early()
         except InfrastructureError:
             pass                # it is started again at the first check, which reports why it failed
 

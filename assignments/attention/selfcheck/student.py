@@ -163,8 +163,8 @@ class Student:
         self._spent = 0.0               # of the budget: CPU seconds (wall-clock ones without a meter)
         self._wall = 0.0                # wall-clock seconds of all calls, for the part's backstop
         self._waited = 0.0              # seconds the calls spent waiting without computing
-        self._ours = 0.0
-        self._meter = None              # the current process's CPU seconds so far, see _start
+        self._grader_seconds = 0.0
+        self._meter = None              # the current process's CPU seconds so far, see _load_when_ready
         self._by_cpu = None             # whether the limits count CPU time (known once started)
         self._seen = 0.0                # the meter when last charged to the budget
         self._stand_in_base = 0.0       # the stand-ins' CPU time when they were ready
@@ -181,7 +181,7 @@ class Student:
         env[_TOKEN] = self._token
         return env
 
-    def _start(self):
+    def _spawn(self):
         try:
             self._launch = self._jail.launch(workdir=self._workdir, env=self._env(), code_root=_HERE,
                                              memory_mb=self.memory_mb, cpu_seconds=self._cpu_limit)
@@ -217,7 +217,7 @@ class Student:
         self._chunks, self._size = [], 0
         self._load = load
 
-    def _ready(self):
+    def _load_when_ready(self):
         """Wait for the started process to say "ready", then load the cells into it."""
         load, self._load = self._load, None
         launch = self._launch
@@ -235,16 +235,16 @@ class Student:
                                  cell=wire.clean_text(e.get("cell", ""), 200))
                             for e in reply.get("errors", []) if isinstance(e, dict)]
 
-    def start(self) -> None:
+    def start_now(self) -> None:
         """Start the process now (a stand-ins' process is started before it is needed)."""
-        self._ensure()
+        self._ensure_running()
 
-    def begin(self) -> None:
+    def start_early(self) -> None:
         """Start the process without waiting for it: Python and numpy load in it while the caller
         does something else (collects the suites); the cells load at the first call."""
         if self._proc is None and self.broken is None:
             self._restarts += 1
-            self._start()
+            self._spawn()
 
     def _start_stand_ins(self):
         """The student's code called another part's function for the first time."""
@@ -432,12 +432,12 @@ class Student:
         clock = (Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen,
                        runnable=lambda: tree_runnable(pid), wait=self.time_limit - self._waited)
                  if self._by_cpu else Clock(None, cpu, wall))
-        self._ours = 0.0                     # time spent starting the stand-ins: never the student's
+        self._grader_seconds = 0.0                     # time spent starting the stand-ins: never the student's
         reply = None
         try:
             reply = self._exchange(request, clock, what)
         finally:
-            took = time.monotonic() - clock.started - self._ours
+            took = time.monotonic() - clock.started - self._grader_seconds
             self._wall += took
             if reply is not None and self._proc is not None:
                 clock.finish()
@@ -471,34 +471,34 @@ class Student:
                 return reply
             began = time.monotonic()
             answer = self._start_stand_ins()
-            self._ours += time.monotonic() - began
+            self._grader_seconds += time.monotonic() - began
             clock.extend(time.monotonic() - began)
             self._send(answer, what)
 
-    def _ensure(self):
+    def _ensure_running(self):
         if self.broken is not None:     # a fresh exception: re-raising one would grow its traceback
             raise StudentError(self.broken.kind, self.broken.message)
         if self._proc is not None:
             if self._load is not None:      # begun, not yet ready
-                self._finish()
+                self._load_or_break()
             return
         if self._max_timeouts is not None and self._restarts > MAX_RESTARTS:
             self.broken = StudentError("crashed", "your code stopped responding too many times")
             raise self.broken
         self._restarts += 1
-        self._start()
-        self._finish()
+        self._spawn()
+        self._load_or_break()
 
-    def _finish(self):
+    def _load_or_break(self):
         try:
-            self._ready()
+            self._load_when_ready()
         except StudentError as exc:
             self.broken = exc
             raise
 
     def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
         """Call ``name`` in the student's process and return its plain-data answer."""
-        self._ensure()
+        self._ensure_running()
         what = f"running {probe + '.' if probe else ''}{name}"
         reply = self._request({"op": "call", "name": name, "probe": probe,
                                "args": wire.encode(list(args)), "kwargs": wire.encode(kwargs)},
