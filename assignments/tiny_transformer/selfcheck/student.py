@@ -40,12 +40,12 @@ import os
 import select
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from typing import Any
 
-from selfcheck import causes, wire
+from selfcheck import causes, given, wire
+from selfcheck.budget import WALL_FACTOR, Budget
 from selfcheck.causes import said
 from selfcheck.clock import Clock, tree_meter, tree_runnable
 from selfcheck.launch import Jail, Unconfined
@@ -60,10 +60,8 @@ _TOKEN = "SELFCHECK_STUDENT_TOKEN"
 MAX_RESTARTS = 3        # crashes survived before the student's code counts as broken
 MAX_TIMEOUTS = 2        # calls that may time out before the remaining ones are not run
 STARTUP_SECONDS = 60    # for the process to say "ready" (a loaded machine, never the student's time)
-WALL_FACTOR = 3         # a call, and a part, may run this many times its CPU limit in wall-clock time
 RLIMIT_MARGIN = 5       # CPU seconds over a process's allowance before the kernel stops it (its start)
 MESSAGE_CHARS = 2000    # of any message from the student's process
-GIVEN_MAX_NUMBERS = 100_000   # in one answer the given code (run by the grader) computes on
 
 
 class StudentError(Exception):
@@ -110,17 +108,6 @@ def _kill_tagged(token):
             return
 
 
-def _size(value):
-    """How many numbers a plain-data value holds."""
-    if hasattr(value, "size") and hasattr(value, "shape"):
-        return int(value.size)
-    if isinstance(value, (list, tuple)):
-        return sum(_size(v) for v in value)
-    if isinstance(value, dict):
-        return sum(_size(v) for v in value.values())
-    return 1
-
-
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -143,8 +130,7 @@ class Student:
         self._given_names = set(program.given_names)
         self._given: dict[str, Any] | None = None
         self._workdir = os.path.abspath(workdir)
-        self.time_limit = float(limits.time_per_test)
-        self.budget = float(limits.time_per_part) if budget else None
+        self._budget = Budget(float(limits.time_per_test), float(limits.time_per_part) if budget else None)
         self.memory_mb = int(limits.memory_mb)
         # the most CPU time one process may use in all (RLIMIT_CPU): a part's
         self._cpu_limit = math.ceil(limits.time_per_part) + RLIMIT_MARGIN
@@ -160,13 +146,8 @@ class Student:
         self._restarts = 0
         self._timeouts = 0
         self._max_timeouts = max_timeouts      # None: never give up on timeouts (the stand-ins)
-        self._spent = 0.0               # of the budget: CPU seconds (wall-clock ones without a meter)
-        self._wall = 0.0                # wall-clock seconds of all calls, for the part's backstop
-        self._waited = 0.0              # seconds the calls spent waiting without computing
-        self._grader_seconds = 0.0
+        self._grader_seconds = 0.0      # of the current call: starting the stand-ins, never the student's
         self._meter = None              # the current process's CPU seconds so far, see _load_when_ready
-        self._by_cpu = None             # whether the limits count CPU time (known once started)
-        self._seen = 0.0                # the meter when last charged to the budget
         self._stand_in_base = 0.0       # the stand-ins' CPU time when they were ready
         self._token = uuid.uuid4().hex
         self.broken = None          # a StudentError that ends every later call
@@ -228,8 +209,8 @@ class Student:
             raise InfrastructureError(f"the sandbox for {self.label} did not start: {why}")
         pid = self._proc.pid
         self._meter = launch.cpu or (tree_meter(pid) if os.path.exists(f"/proc/{pid}/stat") else None)
-        self._by_cpu = self._meter is not None
-        self._seen = self.cpu_seconds() or 0.0
+        self._budget.by_cpu = self._meter is not None
+        self._budget.seen = self.cpu_seconds() or 0.0
         reply = self._request(load, what="loading " + self.label)
         self.load_errors = [dict(e, error=wire.clean_text(e.get("error", ""), MESSAGE_CHARS),
                                  cell=wire.clean_text(e.get("cell", ""), 200))
@@ -286,9 +267,7 @@ class Student:
         """Add the CPU time used since the last charge to the budget (calls, and threads left
         running between them)."""
         if self._meter is not None:
-            now = self.cpu_seconds()
-            self._spent += now - self._seen
-            self._seen = now
+            self._budget.charge(self.cpu_seconds())
 
     def close(self) -> None:
         """Kill the process (and the stand-ins' process) and everything they started."""
@@ -371,17 +350,6 @@ class Student:
         except (BrokenPipeError, OSError):
             raise self._died(what) from None
 
-    def _budget_spent(self):
-        """Which time budget of the part is used up ("" while there is time left)."""
-        if self.budget is None:
-            return ""
-        if self._spent >= self.budget:
-            return f"time budget of {self.budget:g} s" + (" of CPU time" if self._by_cpu else "")
-        if self._by_cpu and self._wall >= WALL_FACTOR * self.budget:
-            return (f"time budget of {WALL_FACTOR * self.budget:g} s of wall-clock time, {WALL_FACTOR} times "
-                    f"its {self.budget:g} s of CPU time")
-        return ""
-
     def _out_of_time(self, spent):
         self.broken = StudentError("timeout", f"not run: this part used up its {spent}: "
                                               "calls that each take long add up")
@@ -389,26 +357,26 @@ class Student:
     def _timed_out(self, what, clock):
         self.close()
         self._timeouts += 1
-        spent = self._budget_spent()
+        spent = self._budget.used_up()
         if spent:
             self._out_of_time(spent)
             return StudentError("timeout", f"{what} ran past this part's {spent}")
         if clock.expired == "wait":
-            self._out_of_time(f"waiting budget of {self.time_limit:g} s")
-            return StudentError("timeout", f"{what} waited {self._waited:.1f} s without computing (it sleeps, "
+            self._out_of_time(f"waiting budget of {self._budget.per_call:g} s")
+            return StudentError("timeout", f"{what} waited {self._budget.waited:.1f} s without computing (it sleeps, "
                                            "or blocks on input or on another process): past this part's "
-                                           f"waiting budget of {self.time_limit:g} s")
+                                           f"waiting budget of {self._budget.per_call:g} s")
         if clock.expired == "cpu":
             took = f"took more than {clock.cpu:g} s of CPU time (an endless loop, or far too slow)"
-        elif self._by_cpu:
+        elif self._budget.by_cpu:
             took = (f"did not finish within {clock.wall:g} s of wall-clock time (it used {clock.used:.1f} s "
                     f"of its {clock.cpu:g} s of CPU time: it waits, sleeps, or could not get a CPU)")
         else:
             took = f"took longer than {clock.wall:g} s (an endless loop, or far too slow)"
         error = StudentError("timeout", f"{what} {took}")
         if self._max_timeouts is not None and self._timeouts >= self._max_timeouts:
-            limit = (f"{self.time_limit:g} s of CPU time, or {WALL_FACTOR * self.time_limit:g} s of "
-                     "wall-clock time," if self._by_cpu else f"{self.time_limit:g} s")
+            limit = (f"{self._budget.per_call:g} s of CPU time, or {WALL_FACTOR * self._budget.per_call:g} s of "
+                     "wall-clock time," if self._budget.by_cpu else f"{self._budget.per_call:g} s")
             self.broken = StudentError(
                 "timeout", f"not run: {self._timeouts} earlier calls took more than {limit} each "
                            "(an endless loop, or far too slow), so the rest of this part was stopped")
@@ -416,34 +384,25 @@ class Student:
 
     def _request(self, request, *, what):
         self._charge()                       # what its processes used since the last call counts too
-        spent = self._budget_spent()
+        spent = self._budget.used_up()
         if spent:
             self._out_of_time(spent)
             raise StudentError(self.broken.kind, self.broken.message)
         request["nonce"] = uuid.uuid4().hex
-        cpu, wall = self.time_limit, self.time_limit
-        if self.budget is not None:
-            cpu = min(cpu, self.budget - self._spent)
-            wall = cpu if not self._by_cpu else min(wall, self.budget - self._wall / WALL_FACTOR)
         # the calls of a part (or of a self-check) may wait, neither computing nor waiting for a CPU
         # (sleep, block on input), one call's limit in all: correct code never waits, and a part
         # whose calls each sleep just under the limit ends in seconds, not at its wall-clock backstop
         pid = self._proc.pid
-        clock = (Clock(self.cpu_seconds, cpu, WALL_FACTOR * wall, first=self._seen,
-                       runnable=lambda: tree_runnable(pid), wait=self.time_limit - self._waited)
-                 if self._by_cpu else Clock(None, cpu, wall))
-        self._grader_seconds = 0.0                     # time spent starting the stand-ins: never the student's
+        clock = self._budget.clock(self.cpu_seconds, lambda: tree_runnable(pid))
+        self._grader_seconds = 0.0
         reply = None
         try:
             reply = self._exchange(request, clock, what)
         finally:
             took = time.monotonic() - clock.started - self._grader_seconds
-            self._wall += took
             if reply is not None and self._proc is not None:
                 clock.finish()
-            self._waited += clock.waited
-            if not self._by_cpu:
-                self._spent += took
+            self._budget.account(took, clock.waited)
             self._charge()
         if reply is None:
             raise self._timed_out(what, clock)
@@ -518,35 +477,8 @@ class Student:
     def given(self) -> Any:
         """The given cells, run on this side, calling the student's functions remotely."""
         if self._given is None:
-            ns = {"__name__": "given"}
-            for name in {n for c in self._cells if len(c) > 2 for n in c[2]} | self._solution_names():
-                ns[name] = self._remote(name)
-            sys.path.insert(0, self._workdir)
-            try:
-                for label, code in self._given_cells:
-                    exec(compile(code, f"<given {label}>", "exec"), ns)
-            finally:
-                sys.path.remove(self._workdir)
-            self._given = ns
+            self._given = given.namespace(self, self._cells, self._given_cells, self._workdir)
         return self._given
-
-    def _solution_names(self):
-        from selfcheck.program import defined_names
-        given = {label for label, _ in self._given_cells}
-        return {n for c in self._cells if len(c) == 2 and c[0] not in given and c[1]
-                for n in defined_names(c[1])}
-
-    def _remote(self, name):
-        """The student's ``name`` as the given code calls it: its answer must be chapter-sized,
-        since the given code computes on it in the grader's process."""
-        def call(*args, **kwargs):
-            value = self.call(name, *args, **kwargs)
-            if _size(value) > GIVEN_MAX_NUMBERS:
-                raise StudentError("error", f"`{name}` returned {_size(value):,} numbers where the given "
-                                            f"code expects a few (at most {GIVEN_MAX_NUMBERS:,})")
-            return value
-        call.__name__ = name
-        return call
 
     def __getattr__(self, name):
         if name.startswith("_"):
