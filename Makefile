@@ -38,12 +38,15 @@ $(DOCS): $(STAMP)
 # The course on a JupyterHub (deploy/jupyterhub_config.py): JupyterHub from PyPI, and its proxy,
 # configurable-http-proxy, from npm into the same environment (the configuration finds it there).
 # `make hub VENV=/opt/attention-course PYTHON=/usr/bin/python3` builds that environment where
-# every account can read it (docs/tutorials/jupyterhub.md). Without npm the hub test is skipped.
+# every account can read it (docs/tutorials/jupyterhub.md), and copies the code root's hub runs into
+# $(VENV)/lib/course-hub, root's alone (autograder/hub/code_copy.py): run it again after the course's
+# code changes. Without npm the hub test is skipped.
 $(HUB): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[hub]'
 	@touch $(HUB)
 
 hub: $(HUB) proxy
+	$(BIN)/python -m autograder.hub.code_copy $(VENV)/lib/course-hub
 
 proxy:
 	@test -x $(BIN)/configurable-http-proxy || \

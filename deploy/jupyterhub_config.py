@@ -26,10 +26,13 @@ and formgrader have an origin of their own, so no student's page can script agai
 a TA's browser.
 
 Run as root from the course's environment, in a folder of its own (its database and cookie
-secret are written there); README, "On a JupyterHub". Settings come from the environment:
+secret are written there), from the root-owned copy of this file and the code it imports that
+`make hub` makes (`-f <environment>/lib/course-hub/deploy/jupyterhub_config.py`): as root, it
+refuses to run code another account can change; docs/tutorials/jupyterhub.md. Settings come from
+the environment:
 
-COURSE_YAML                the course folder's course.yaml (default: the course this environment
-                           was installed from)
+COURSE_YAML                the course folder's course.yaml (default: the course the copy was made
+                           from)
 COURSE_GRADER              the grading account, which owns the course folder (default: grader-<course_id>)
 COURSE_FORMGRADER_PORT     the port below 1024 where the hub takes formgrader's requests to its
                            socket, on 127.0.0.1 (default: 882; the hub's API is on 881)
@@ -46,20 +49,26 @@ import pwd
 import shutil
 import sys
 
-from autograder.course import config as course_config
-from autograder.course.corpus import CorpusError
-from autograder.hub import startup
-from autograder.hub.data import share_corpus
-from autograder.hub.homes import private_home
-from autograder.hub.sockets import Relay, socket_folder, socket_url
-from autograder.hub.spawner import KERNEL_SOCKET, UNIX_PATH_MAX
-from autograder.nbgrader import exchange as course_exchange
+HERE = os.path.dirname(os.path.abspath(__file__))
+# the code beside this file comes first: in the copy `make hub` makes (autograder/hub/code_copy.py),
+# root's alone, rather than the grading account's course folder
+CODE = os.path.dirname(HERE)
+sys.path.insert(0, CODE)
+
+from autograder.course import config as course_config  # noqa: E402
+from autograder.course.corpus import CorpusError  # noqa: E402
+from autograder.hub import code_copy, startup  # noqa: E402
+from autograder.hub.data import share_corpus  # noqa: E402
+from autograder.hub.homes import private_home  # noqa: E402
+from autograder.hub.sockets import Relay, socket_folder, socket_url  # noqa: E402
+from autograder.hub.spawner import KERNEL_SOCKET, UNIX_PATH_MAX  # noqa: E402
+from autograder.nbgrader import exchange as course_exchange  # noqa: E402
 
 c = get_config()  # noqa: F821 - get_config is provided by JupyterHub
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.path.join(sys.prefix, "bin")
-course = course_config.load(os.environ.get("COURSE_YAML") or None)
+startup.require_roots_code(os.path.abspath(__file__), os.path.join(CODE, "autograder"), os.path.join(CODE, "selfcheck"))
+course = course_config.load(os.environ.get("COURSE_YAML") or code_copy.course_yaml(CODE))
 STUDENTS, GRADERS = f"nbgrader-{course.course_id}", f"formgrade-{course.course_id}"
 GRADER = os.environ.get("COURSE_GRADER", f"grader-{course.course_id}")
 FORMGRADER_PORT = int(os.environ.get("COURSE_FORMGRADER_PORT", "882"))

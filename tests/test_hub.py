@@ -44,6 +44,7 @@ import yaml
 
 from autograder import pipeline
 from autograder.course import config, corpus
+from autograder.hub import code_copy
 from autograder.mistakes import cohort
 from selfcheck.program import grade_id
 from test_accounts import accounts, python_shown  # noqa: F401 - accounts is a fixture
@@ -189,7 +190,9 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
         env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "LANG": "C.UTF-8", "COURSE_YAML": yaml_path,
                "COURSE_GRADER": grader, "COURSE_HUB_SOCKETS": sockets,
                "COURSE_FORMGRADER_PORT": str(formgrader_port), "COURSE_HUB_SUBDOMAIN_HOST": f"https://{DOMAIN}:{port}"}
-        cmd = [os.path.join(BIN, "jupyterhub"), "-f", os.path.join(root, "deploy", "jupyterhub_config.py"),
+        # root's copy of the code the hub runs, as `make hub` makes it (the course folder is the grader's)
+        code = code_copy.make(os.path.join(state, "code"), course_root=root)
+        cmd = [os.path.join(BIN, "jupyterhub"), "-f", os.path.join(code, "deploy", "jupyterhub_config.py"),
                f"--JupyterHub.bind_url=https://127.0.0.1:{port}", f"--JupyterHub.hub_bind_url=http://127.0.0.1:{hub_api}",
                f"--Authenticator.auth_refresh_age={REFRESH}", "--Spawner.http_timeout=120",  # busy cores start labs slowly
                *_wildcard_certificate(state)]

@@ -46,3 +46,27 @@ def test_the_relay_connects_to_its_owners_socket_and_never_through_a_link(tmp_pa
     finally:
         target.close()
         own.close()
+
+
+def test_the_hub_as_root_runs_no_code_another_account_can_change(tmp_path):
+    """Root's hub refuses a configuration or package another account owns or may write (the course
+    folder is the grading account's), and runs the copy `make hub` makes (autograder/hub/code_copy.py)."""
+    from autograder.hub import code_copy, startup
+    if os.geteuid() != 0:
+        pytest.skip("the check applies to a hub running as root")
+    copy = code_copy.make(str(tmp_path / "code"), course_root=code_copy.SOURCE)
+    os.chmod(tmp_path, 0o755)
+    config = os.path.join(copy, "deploy", "jupyterhub_config.py")
+    startup.require_roots_code(config, os.path.join(copy, "autograder"))          # root's alone: runs
+    assert code_copy.course_yaml(copy) == os.path.join(code_copy.SOURCE, "course.yaml")
+    assert not os.stat(config).st_mode & 0o022
+    for attack in ("owner", "mode"):
+        target = os.path.join(copy, "autograder", "hub", "spawner.py")
+        if attack == "owner":
+            os.chown(target, 65534, 65534)            # nobody: the grading account, say
+        else:
+            os.chmod(target, 0o666)
+        with pytest.raises(SystemExit, match="another account can change"):
+            startup.require_roots_code(config, os.path.join(copy, "autograder"))
+        os.chown(target, 0, 0)
+        os.chmod(target, 0o644)

@@ -114,3 +114,30 @@ def hold_other_loopback(bind_url: str | None) -> asyncio.Task | None:
             return
         await asyncio.gather(pump(client, to_server), pump(server, to_client))
     return asyncio.get_running_loop().create_task(asyncio.start_server(relay, sock=listener))
+
+
+def require_roots_code(*paths: str) -> None:
+    """A hub running as root runs only code root alone can change: each of ``paths`` (the
+    configuration, the ``autograder`` package it imports) and everything below it, and every
+    folder above it, root's and writable by nobody else."""
+    if os.geteuid() != 0:
+        return
+    for top in paths:
+        found = [top] + [os.path.join(d, n) for d, dirs, files in os.walk(top) for n in dirs + files]
+        above = os.path.dirname(os.path.abspath(top))
+        while True:
+            found.append(above)
+            if above == os.sep:
+                break
+            above = os.path.dirname(above)
+        for path in found:
+            info = os.lstat(path)
+            if info.st_uid != 0 or info.st_mode & 0o022 and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
+                try:
+                    owner = pwd.getpwuid(info.st_uid).pw_name
+                except KeyError:
+                    owner = f"uid {info.st_uid}"
+                why = f"it is {owner}'s" if info.st_uid != 0 else f"its mode {stat.S_IMODE(info.st_mode):04o} lets others write"
+                sys.exit(f"error: the hub runs as root and would run code another account can change ({path}: {why}): "
+                         "start it from the copy `make hub` makes, "
+                         "-f <environment>/lib/course-hub/deploy/jupyterhub_config.py (docs/tutorials/jupyterhub.md, step 5)")
