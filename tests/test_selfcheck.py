@@ -58,9 +58,10 @@ def _errors(cell):
     return [o for o in cell.get("outputs", []) if o.output_type == "error"]
 
 
-def _check_cell(folder, part):
+def _check_cell(folder, part, separately=False):
     """What the notebook's check cell for ``part`` prints, its code cells run first (no kernel:
-    the check cell reads the definitions of the running program's __main__)."""
+    the check cell reads the definitions of the running program's __main__); ``separately``: the
+    finished process, its stdout and stderr apart."""
     script = ("import json, sys\n"
               "nb = json.load(open(sys.argv[1]))\n"
               "for c in nb['cells']:\n"
@@ -73,7 +74,7 @@ def _check_cell(folder, part):
               "    print(type(exc).__name__)\n")
     done = subprocess.run([sys.executable, "-c", script, "attention.ipynb", part], cwd=folder,
                           capture_output=True, text=True, timeout=300)
-    return done.stdout + done.stderr
+    return done if separately else done.stdout + done.stderr
 
 
 def _selfcheck(folder):
@@ -173,3 +174,20 @@ def test_after_fix_that_part_first_no_guess_follows(course, tmp_path, front):
         blocks = [b for b in text.split("  FAIL  ") if "fix that part first" in b]
     assert blocks, text[-3000:]
     assert not [b for b in blocks if "Likely mistake" in b], blocks
+
+
+WARNING_ENTROPY = '''def entropy_bits(p):
+    p = np.asarray(p, dtype=float).ravel()
+    return float(-np.where(p > 0, p * np.log2(p), 0.0).sum())
+'''
+
+
+def test_a_warning_of_correct_code_is_a_note_on_stdout_never_stderr(course, tmp_path):
+    """nbgrader's Validate fails a check cell that writes to stderr: a correct entropy that warns
+    (np.where computes log2 of the zero weights before it drops them) passes, and its warning is
+    a note on stdout."""
+    folder = _student_folder(course, course.assignment("attention"), tmp_path, cells={"entropy_bits": WARNING_ENTROPY})
+    done = _check_cell(folder, "softmax", separately=True)
+    assert "Warning" not in done.stderr, done.stderr
+    assert re.search(r"softmax: all \d+ public checks pass", done.stdout), done.stdout[-2000:]
+    assert "note  your code warned (not a failure): RuntimeWarning: divide by zero encountered in log2" in done.stdout

@@ -160,8 +160,8 @@ def test_gpt2_small_for_real(student):
                      4 * d * d + 2 * d),
                     ("count-qkv-bias-head-width", "the query/key/value biases were counted as 3 x d_k, one head's "
                      "width; the heads' biases side by side are 3 x d_model", 4 * d * d + 3 * (d // 12) + d),
-                    ("count-bias-per-head", "a bias was counted per head: the heads' biases side by side are d_model long",
-                     4 * d * d + 3 * 12 * d + d),
+                    *[("count-bias-per-head", "a bias was counted per head: the heads' biases side by side are d_model long",
+                       4 * d * d + qkv * d + out * d) for qkv, out in ((3 * 12, 1), (3, 12), (3 * 12, 12))],
                     ("count-bias-switches-ignored", "the switches qkv_bias and out_bias were ignored", 4 * d * d)])
     equal(got["embeddings"], (vocab + 1024) * d, "GPT-2 small: embeddings (tokens and 1,024 positions)",
           source="the notebook's rules",

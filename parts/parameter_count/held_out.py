@@ -30,8 +30,6 @@ MISTAKES = {
     "head-width-as-float": {"mistake": "counts-as-floats", "cells": {"transformer_parameters": _counting(
         attention="3 * n_heads * (d_model / n_heads) * d_model + d_model * d_model + 3 * d_model * qkv_bias "
                   "+ d_model * out_bias")}},
-    "output-bias-per-head": {"mistake": "count-bias-per-head", "cells": {"transformer_parameters": _counting(
-        attention="4 * d_model * d_model + 3 * d_model * qkv_bias + n_heads * d_model * out_bias")}},
     "norm-gains-only": {"mistake": "count-one-norm-per-block", "cells": {"transformer_parameters": _counting(
         norms="2 * d_model * layer_norm")}},
     "untied-output-in-embeddings-too": {"mistake": "count-output-in-embeddings",

@@ -87,6 +87,8 @@ MISTAKES = {
         norms="4.0 * d_model * layer_norm", embeddings="float(vocab * d_model + context * d_model)")}},
     "final-norm-always": {"mistake": "count-final-norm-unasked", "warned": "final_norm=True adds one more after the last block",
         "cells": {"transformer_parameters": _counting(final="2 * d_model")}},
+    "output-bias-per-head": {"mistake": "count-bias-per-head", "cells": {"transformer_parameters": _counting(
+        attention="4 * d_model * d_model + 3 * d_model * qkv_bias + n_heads * d_model * out_bias")}},
 }
 
 CORRECT = {

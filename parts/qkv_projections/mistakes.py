@@ -136,6 +136,13 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ K, weights
 '''}},
+    "mask-of-floats-inverted": {"mistake": "mask-not-boolean", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[1])
+    scores[~np.tril(np.ones(scores.shape))] = -np.inf
+    weights = softmax(scores)
+    return weights @ V, weights
+'''}},
 }
 
 CORRECT = {

@@ -26,7 +26,9 @@ def softmax_rows(z):
 def _axis_mistakes(p, axis):
     """What the sums of a softmax along the wrong axis (or over everything) look like."""
     p = np.asarray(p, dtype=float)
-    found = [("softmax-global-sum", "the sum ran over the whole array, not along `axis`", np.full(p.sum(axis=axis).shape, p.sum()))]
+    found = []
+    if p.ndim > 1 and np.isclose(p.sum(), 1.0):     # the whole array sums to 1, its slices do not
+        found.append(("softmax-global-sum", "the sum ran over the whole array, not along `axis`", p.sum(axis=axis)))
     if p.ndim > 1:
         other = 0 if axis in (-1, p.ndim - 1) else -1
         if np.allclose(p.sum(axis=other), 1.0):

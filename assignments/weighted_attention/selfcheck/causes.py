@@ -1,4 +1,5 @@
-"""Failures that show their own cause: numpy's shape errors in the student's code.
+"""Failures that show their own cause: numpy's shape errors in the student's code, and ``~`` on a
+mask that is not boolean.
 
 The process that ran the student's code names the cause of an exception it caught, one
 word of the closed list below, decided on the exception object where it was raised; the
@@ -13,14 +14,19 @@ DIAGNOSES = {
                                           "keepdims=True to broadcast back against the array"),
     "matmul": ("matmul-shapes", "the shapes of a matrix product do not line up: the heads go side by side "
                                 "(along axis 1, the columns), and x's rows are the tokens"),
+    "invert": ("mask-not-boolean", "~ (not) was applied to an array that is not boolean: a mask made by "
+                                   "np.tril(np.ones(...)) holds floats; make it with dtype=bool, or compare"),
 }
 
 
 def of(exc: BaseException) -> str | None:
-    """The cause of ``exc`` when it is one of numpy's shape errors, else None."""
+    """The cause of ``exc`` when it is one of numpy's shape errors or ``~`` on a non-boolean
+    array, else None."""
+    text = str(exc)
+    if type(exc) is TypeError and text.startswith("ufunc 'invert' not supported for the input types"):
+        return "invert"
     if type(exc) is not ValueError:
         return None
-    text = str(exc)
     if "could not be broadcast together" in text:
         return "broadcast"
     if "mismatch in its core dimension" in text:
