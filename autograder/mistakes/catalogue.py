@@ -101,7 +101,8 @@ def summary(course: Course, by_part: dict[str, list]) -> dict:
                     "score": result["score"], "max_score": result["max_score"], "reason": result["reason"],
                     "diagnosed": result["mistake"], "diagnosis": result["diagnosis"],
                     "public_failing": len(public),
-                    "self_check": {"check": public[0].doc, "message": public[0].said} if public else None})
+                    "self_check": {"check": public[0].doc, "message": public[0].said} if public else None,
+                    **({"source": entry["source"]} if entry.get("source") else {})})   # real code it came from
             parts.append({"part": part.id, "assignment": assignment.id, "points": part.points,
                           "mistakes": entries["mistake"], "held_out": entries["held-out"]})
     return {"parts": parts, "held_out_named": named_share(parts, "held_out")}
@@ -145,6 +146,8 @@ def page(data: dict) -> str:
                        if first else "Self-check: every public check passes."), ""]
             if first:
                 lines += [_quote(first["message"]), ""]
+            if entry.get("source"):
+                lines += [f"Taken from real code: {entry['source']}.", ""]
     named, total = data["held_out_named"]
     lines += ["## Held-out mistakes", "",
               f"`parts/<part>/held_out.py` hold {total} mistakes no diagnosis was written from; the first sentence of "
@@ -152,7 +155,8 @@ def page(data: dict) -> str:
     for part in data["parts"]:
         for entry in part["held_out"]:
             lines += [f"* `{part['part']}` `{entry['name']}`: {'named' if names_it(entry) else 'not named'} "
-                      f"({entry['score']:g} of {entry['max_score']:g}): {entry['reason'][:160]}"]
+                      f"({entry['score']:g} of {entry['max_score']:g}): {entry['reason'][:160]}"
+                      + (f" (from {entry['source']})" if entry.get("source") else "")]
     return "\n".join(lines).rstrip() + "\n"
 
 
