@@ -5,6 +5,7 @@ they compute on must be chapter-sized, since that computing happens in the grade
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from selfcheck.program import defined_names
@@ -23,14 +24,16 @@ def size(value: Any) -> int:
     return 1
 
 
-def namespace(student: Any, cells: list[list], given_cells: list[tuple[str, str]], workdir: str) -> dict[str, Any]:
+def namespace(student: Any, cells: list[list], given_cells: list[tuple[str, str]], workdir: str,
+              error: Callable[[str, str], Exception]) -> dict[str, Any]:
     """The given cells run in a namespace whose student functions (the other parts', and this
-    notebook's solution cells') are remote calls into ``student``'s process."""
+    notebook's solution cells') are remote calls into ``student``'s process; an answer too large
+    raises ``error(kind, message)``."""
     given = {label for label, _ in given_cells}
     solution = {n for c in cells if len(c) == 2 and c[0] not in given and c[1] for n in defined_names(c[1])}
     ns: dict[str, Any] = {"__name__": "given"}
     for name in {n for c in cells if len(c) > 2 for n in c[2]} | solution:
-        ns[name] = _remote(student, name)
+        ns[name] = _remote(student, name, error)
     sys.path.insert(0, workdir)
     try:
         for label, code in given_cells:
@@ -40,15 +43,14 @@ def namespace(student: Any, cells: list[list], given_cells: list[tuple[str, str]
     return ns
 
 
-def _remote(student: Any, name: str) -> Any:
+def _remote(student: Any, name: str, error: Callable[[str, str], Exception]) -> Any:
     """The student's ``name`` as the given code calls it."""
-    from selfcheck.student import StudentError
 
     def call(*args: Any, **kwargs: Any) -> Any:
         value = student.call(name, *args, **kwargs)
         if size(value) > GIVEN_MAX_NUMBERS:
-            raise StudentError("error", f"`{name}` returned {size(value):,} numbers where the given "
-                                        f"code expects a few (at most {GIVEN_MAX_NUMBERS:,})")
+            raise error("error", f"`{name}` returned {size(value):,} numbers where the given "
+                                   f"code expects a few (at most {GIVEN_MAX_NUMBERS:,})")
         return value
     call.__name__ = name
     return call

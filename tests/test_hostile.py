@@ -730,7 +730,7 @@ def test_a_sandbox_gets_one_core_whatever_it_forks(tmp_path):
     if not ISOLATED or os.geteuid() != 0 or not cpu or cpu[0][3] != "1":
         pytest.skip(f"the CPU cap is a cgroup's, set by a grader that runs as root: {sandbox.describe()}")
     with _student(tmp_path, SPIN, time_limit=30.0) as student:
-        student.start()
+        student.start_now()
         before = student.cpu_seconds()
         used, wall = student.spinners(8, 2.0)
         counted = student.cpu_seconds() - before
@@ -752,7 +752,7 @@ out = {}
 try:
     with Student([("probe", sys.argv[1])], workdir=folder, limits=Limits(time_per_test=1, time_per_part=1, memory_mb=1024),
                  jail=sandbox.jail(announce=False)) as student:
-        student.start()
+        student.start_now()
         for name, args in (("work", [0.3]), ("spin", [])):
             began = time.monotonic()
             try:

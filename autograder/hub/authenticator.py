@@ -8,6 +8,7 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+from typing import Any
 
 from jupyterhub.auth import PAMAuthenticator
 from traitlets import List, Unicode
@@ -25,9 +26,9 @@ class CourseAuthenticator(PAMAuthenticator):
 
     course_groups = List(Unicode(), help="the Unix groups the hub keeps groups of the same names for").tag(config=True)
 
-    async def authenticate(self, handler, data):
+    async def authenticate(self, handler: Any, data: dict) -> dict | None:
         name = await super().authenticate(handler, data)
         return {"name": name, "groups": course_groups(name, self.course_groups)} if name else None
 
-    async def refresh_user(self, user, handler=None):
+    async def refresh_user(self, user: Any, handler: Any = None) -> dict:
         return {"name": user.name, "groups": course_groups(user.name, self.course_groups)}

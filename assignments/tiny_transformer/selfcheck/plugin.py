@@ -61,7 +61,7 @@ class _Session:
     def load_failures(self) -> list[str]:
         student = self.handle()
         try:
-            student.start()             # loading is lazy: load now, to report it first
+            student.start_now()             # loading is lazy: load now, to report it first
         except StudentError as exc:
             self.unloaded = [exc.message]
         else:

@@ -477,7 +477,7 @@ class Student:
     def given(self) -> Any:
         """The given cells, run on this side, calling the student's functions remotely."""
         if self._given is None:
-            self._given = given.namespace(self, self._cells, self._given_cells, self._workdir)
+            self._given = given.namespace(self, self._cells, self._given_cells, self._workdir, StudentError)
         return self._given
 
     def __getattr__(self, name):
