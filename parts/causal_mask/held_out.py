@@ -58,4 +58,44 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["max_alpha_raw"].append(raw.max(axis=-1).mean())
     return {k: np.array(v) for k, v in out.items()}
 '''}},
+    # Held-out mistakes taken from real public code (translated to this notebook's signatures).
+    "mask-flipped-pytorch-1-3": {"mistake": "mask-transposed",
+        "source": "pytorch/examples@https://github.com/pytorch/examples/issues/649:word_language_model/model.py — "
+                  "the square subsequent mask came out flipped: it let each position see the future, not the past",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    return np.triu(np.ones((n, n), dtype=bool))
+"""}},
+    "mask-filled-after-softmax-timm-eva": {"mistake": "mask-after-softmax",
+        "source": "huggingface/pytorch-image-models@https://github.com/huggingface/pytorch-image-models/pull/2236:"
+                  "timm/models/eva.py — attn.softmax(dim=-1) first, then masked_fill(~mask, -inf) on the weights",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores)
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores = scores.astype(float)
+    weights = softmax(scores, axis=-1)
+    return np.where(mask, weights, -np.inf)
+"""}},
+    "mask-fill-minus-epsilon-hyunwoongko": {"mistake": "mask-fill-not-minus-inf",
+        "source": "hyunwoongko/transformer@https://github.com/hyunwoongko/transformer/issues/10:"
+                  "models/layers/scale_dot_product_attention.py — masked_fill(mask == 0, -e) with e = 1e-12, not -inf",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    e = 1e-12
+    scores = np.asarray(scores)
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores = scores.astype(float)
+    return softmax(np.where(mask, scores, -e), axis=-1)
+"""}},
+    "masked-softmax-axis-two-fastnlp": {"mistake": "masked-softmax-2d-only",
+        "source": "fastnlp/fastNLP@https://github.com/FudanNLP/fastNLP/issues/254:fastNLP/modules/encoder/attention.py — "
+                  "DotAttention's softmax along a fixed dim=2, not the last axis",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores)
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores = scores.astype(float)
+    return softmax(np.where(mask, scores, -np.inf), axis=2)
+"""}},
 }

@@ -42,4 +42,20 @@ MISTAKES = {
         weights = self.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)))
         return self.out(weights @ v)
 ''')},
+    # Held-out mistakes taken from real public code (translated to this notebook's signatures).
+    "divided-by-the-scale-perceiver-io": {"mistake": "scores-scaled-wrongly",
+        "source": "esceptico/perceiver-io@https://github.com/esceptico/perceiver-io/issues/9:src/perceiver_io/attention.py — "
+                  "scale = head_dim ** -0.5, then the scores divided by it (times sqrt(E)) instead of multiplied",
+        "cells": _forward('''
+        scale = self.embed_size ** -0.5
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) / scale))
+        return self.out(weights @ v)
+''')},
+    "softmax-over-batch-pytorch-nlp": {"mistake": "softmax-over-batch",
+        "source": "PetrochukM/PyTorch-NLP@https://github.com/PetrochukM/PyTorch-NLP/issues/2:torchnlp/nn/attention.py — "
+                  "nn.Softmax(dim=0): the weights normalised over the batch, not over the keys",
+        "cells": _forward('''
+        weights = F.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))), axis=0)
+        return self.out(weights @ v)
+''')},
 }

@@ -37,4 +37,85 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
+    # Held-out mistakes taken from real public code (translated to this notebook's signatures).
+    "scale-by-all-features-vit-cifar": {"mistake": "scores-scaled-wrongly",
+        "source": "omihub777/ViT-CIFAR@https://github.com/omihub777/ViT-CIFAR/pull/11:vit.py — "
+                  "self.sqrt_d = self.feats**0.5, the whole width d_model instead of the head width d_k",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, sqrt_d = x.shape[0], x.shape[1] ** 0.5
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        weights = softmax(np.where(allowed, Q @ K.T / sqrt_d, -np.inf), axis=-1)
+        outputs.append(weights @ V)
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "scale-by-head-count-tt-metal": {"mistake": "scores-scaled-wrongly",
+        "source": "tenstorrent/tt-metal@https://github.com/tenstorrent/tt-metal/pull/56789:"
+                  "ttnn/tutorials (CLIP MultiHeadAttention) — scores scaled by 1/sqrt(num_heads), not 1/sqrt(head_dim)",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, scale = x.shape[0], 1 / math.sqrt(len(heads))
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        weights = softmax(np.where(allowed, (Q @ K.T) * scale, -np.inf), axis=-1)
+        outputs.append(weights @ V)
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "heads-merged-by-view-jadore801120": {"mistake": "heads-merged-without-transpose",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/7"
+                  " (fixed in ca8c7c0):transformer/SubLayers.py — (n_head, len_q, d_v) outputs viewed as (len_q, n_head * d_v)"
+                  " with no transpose; also jsbaan/transformer-from-scratch PR #6",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        output, _ = causal_attention(Q, K, V)
+        outputs.append(output)
+    outputs = np.stack(outputs)                      # (n_head, len_q, d_v)
+    return outputs.reshape(outputs.shape[1], -1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "heads-split-by-view-fuxictr": {"mistake": "heads-split-without-transpose",
+        "source": "reczoo/FuxiCTR@https://github.com/reczoo/FuxiCTR/issues/30:fuxictr/pytorch/layers/attentions — "
+                  "query.view(batch * num_heads, -1, head_dim): the heads split off with no transpose",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, h = x.shape[0], len(heads)
+    W_q, W_k, W_v = (np.concatenate([np.asarray(head[i], dtype=float) for head in heads], axis=1) for i in range(3))
+    Q, K, V = (a.reshape(h, n, -1) for a in project_qkv(x, W_q, W_k, W_v))
+    outputs = [causal_attention(Q[i], K[i], V[i])[0] for i in range(h)]
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "heads-summed-functional-transformer": {"mistake": "heads-averaged",
+        "source": "awf/functional-transformer@https://github.com/awf/functional-transformer/issues/8:transformer.py — "
+                  "the heads' outputs were added up (embeddings += self_attn), not concatenated and projected by W_o",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    total = 0
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        output, _ = causal_attention(Q, K, V)
+        total = total + output
+    return total
+"""}},
+    "mask-fill-plus-epsilon-gluonts": {"mistake": "mask-fill-not-minus-inf",
+        "source": "awslabs/gluonts@https://github.com/awslabs/gluonts/pull/1401:src/gluonts/nursery (TFT attention) — "
+                  "blocked scores filled with 1e-9 instead of -1e9",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape[-2], Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(d_k)
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    weights = softmax(np.where(allowed, scores, 1e-9), axis=-1)
+    return weights @ V, weights
+"""}},
 }

@@ -42,4 +42,52 @@ def attend(q, K, V):
     alpha = softmax(K @ q / np.sqrt(q.shape[0]))
     return alpha @ np.asarray(V, dtype=float), alpha
 '''}},
+
+    # Held-out mistakes taken from real public code (translated to this notebook's signatures).
+    "softmax-exp-unshifted-pyg": {"mistake": "softmax-no-max-shift",
+        "source": "pyg-team/pytorch_geometric@https://github.com/pyg-team/pytorch_geometric/issues/53:"
+                  "torch_geometric/utils/softmax.py — exp of the raw scores, no maximum subtracted (nan in GAT)",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    out = np.exp(z)
+    return out / out.sum(axis=axis, keepdims=True)
+"""}},
+    "softmax-your-softmax-so": {"mistake": "softmax-global-sum",
+        "source": "https://intellipaat.com/community/942/how-to-implement-the-softmax-function-in-python "
+                  "(the Udacity course question) — e_x / e_x.sum(): one max and one sum for the whole array",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e_x = np.exp(z - np.max(z))
+    return e_x / e_x.sum()
+"""}},
+    "softmax-sum-axis-zero-udacity": {"mistake": "softmax-wrong-axis",
+        "source": "https://intellipaat.com/community/942/how-to-implement-the-softmax-function-in-python "
+                  "(its 'correct solution') — e_x / e_x.sum(axis=0): always the columns, never `axis`",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e_x = np.exp(z - np.max(z))
+    return e_x / e_x.sum(axis=0)
+"""}},
+    "entropy-ln-kansa": {"mistake": "entropy-in-nats",
+        "source": "davehull/Kansa@https://github.com/davehull/Kansa/pull/71 — entropy with ln, not log2 (nats, not bits)",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float).ravel()
+    p = p[p > 0]
+    return float(-np.sum(p * np.log(p)))
+"""}},
+    "attend-divided-by-dk-cntkx": {"mistake": "scores-divided-by-width",
+        "source": "delzac/cntkx@https://github.com/delzac/cntkx/issues/10:ops/__init__.py — "
+                  "scaled_dot_product_attention divided by d_k, the sqrt was missing",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q = np.asarray(q, dtype=float)
+    K = np.asarray(K, dtype=float)
+    V = np.asarray(V, dtype=float)
+    alpha = softmax(K @ q / q.shape[-1])
+    return alpha, alpha @ V
+"""}},
 }
