@@ -88,7 +88,7 @@ def masked_softmax(scores, mask):
         scores = scores.astype(float)
     return softmax(np.where(mask, scores, -e), axis=-1)
 """}},
-    "masked-softmax-axis-two-fastnlp": {"mistake": "masked-softmax-2d-only",
+    "masked-softmax-axis-two-fastnlp": {"mistake": "masked-softmax-wrong-axis",
         "source": "fastnlp/fastNLP@https://github.com/FudanNLP/fastNLP/issues/254:fastNLP/modules/encoder/attention.py — "
                   "DotAttention's softmax along a fixed dim=2, not the last axis",
         "cells": {"masked_softmax": """
