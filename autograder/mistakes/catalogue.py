@@ -105,7 +105,8 @@ def summary(course: Course, by_part: dict[str, list]) -> dict:
                     **({"source": entry["source"]} if entry.get("source") else {})})   # real code it came from
             parts.append({"part": part.id, "assignment": assignment.id, "points": part.points,
                           "mistakes": entries["mistake"], "held_out": entries["held-out"]})
-    return {"parts": parts, "held_out_named": named_share(parts, "held_out")}
+    return {"parts": parts, "held_out_named": named_share(parts, "held_out"),
+            "held_out_named_real_code": named_share(parts, "held_out", real_code=True)}
 
 
 def names_it(entry: dict) -> bool:
@@ -113,9 +114,11 @@ def names_it(entry: dict) -> bool:
     return entry["reason"].startswith("Likely mistake:") and entry["mistake"] in (entry["diagnosed"] or "").split(" or ")
 
 
-def named_share(parts: list[dict], key: str) -> list[int]:
-    """(named, of how many) over the entries under ``key`` of every part."""
-    entries = [entry for part in parts for entry in part[key]]
+def named_share(parts: list[dict], key: str, real_code: bool | None = None) -> list[int]:
+    """(named, of how many) over the entries under ``key`` of every part; with ``real_code``, only
+    those taken from real public code (True: an entry with a source) or written here (False)."""
+    entries = [entry for part in parts for entry in part[key]
+               if real_code is None or bool(entry.get("source")) == real_code]
     return [sum(1 for entry in entries if names_it(entry)), len(entries)]
 
 
@@ -149,9 +152,12 @@ def page(data: dict) -> str:
             if entry.get("source"):
                 lines += [f"Taken from real code: {entry['source']}.", ""]
     named, total = data["held_out_named"]
+    real, of_real = data.get("held_out_named_real_code", [0, 0])
     lines += ["## Held-out mistakes", "",
               f"`parts/<part>/held_out.py` hold {total} mistakes no diagnosis was written from; the first sentence of "
-              f"the part's reason names {named} of them (the id the checks recorded is the one each entry gives).", ""]
+              f"the part's reason names {named} of them (the id the checks recorded is the one each entry gives). "
+              f"{of_real} of them were taken from real public code (each names its source), and {real} of those "
+              f"are named; of the {total - of_real} written here, {named - real}.", ""]
     for part in data["parts"]:
         for entry in part["held_out"]:
             lines += [f"* `{part['part']}` `{entry['name']}`: {'named' if names_it(entry) else 'not named'} "
