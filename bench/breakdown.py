@@ -111,8 +111,9 @@ def floors(course, workdir):
 def measure(course, submitted, out, tasks):
     """Timers over grading ``tasks`` in this process, then their results, gradebook and exports."""
     timers = Timers()
-    patches = [(student_module.Student, "_start", timers.wrap(student_module.Student, "_start", _start_step)),
-               (student_module.Student, "_ready", timers.wrap(student_module.Student, "_ready", _ready_step)),
+    patches = [(student_module.Student, "_spawn", timers.wrap(student_module.Student, "_spawn", _start_step)),
+               (student_module.Student, "_load_when_ready",
+                timers.wrap(student_module.Student, "_load_when_ready", _ready_step)),
                (type(sandbox.jail(course)), "launch",
                 timers.wrap(type(sandbox.jail(course)), "launch", "sandbox set-up")),
                (student_module.Student, "_request",
