@@ -54,6 +54,7 @@ def _grade(task):
     result["hidden"] = {c.name for c in part.checks if c.visibility == "hidden"}
     result["failing"] = {c.name for c in part.checks if c.status != "passed"}
     result["public_failing"] = [c for c in part.checks if c.visibility == "public" and c.status != "passed"]
+    result["checks"] = list(part.checks)
     return result
 
 
