@@ -127,7 +127,7 @@ def measure(course, submitted, out, tasks):
     def run_part(course_, assignment, part, *args, **kwargs):
         timers.part = f"{assignment.id}/{part.id}"
         return original_run_part(course_, assignment, part, *args, **kwargs)
-    grading.suites.run_part = run_part
+    suites.run_part = run_part
     settings.write_course_folder(course, out)
     per_submission = defaultdict(float)
     try:
@@ -144,7 +144,7 @@ def measure(course, submitted, out, tasks):
         timers.run("gradebook (nbgrader autograde)", pipeline.to_gradebook, course, submitted, out, tasks, batch)
         timers.run("exports and feedback", pipeline.export, course, out, records)
     finally:
-        grading.suites.run_part = original_run_part
+        suites.run_part = original_run_part
         for owner, name, original in patches:
             setattr(owner, name, original)
     return timers, per_submission
