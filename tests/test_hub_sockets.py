@@ -58,6 +58,8 @@ def test_the_hub_as_root_runs_no_code_another_account_can_change(tmp_path):
     os.chmod(tmp_path, 0o755)
     config = os.path.join(copy, "deploy", "jupyterhub_config.py")
     startup.require_roots_code(config, os.path.join(copy, "autograder"))          # root's alone: runs
+    os.symlink(copy, tmp_path / "linked")                 # root's link on the way (/opt -> /srv/opt)
+    startup.require_roots_code(str(tmp_path / "linked" / "deploy" / "jupyterhub_config.py"))
     assert code_copy.course_yaml(copy) == os.path.join(code_copy.SOURCE, "course.yaml")
     assert not os.stat(config).st_mode & 0o022
     for attack in ("owner", "mode"):

@@ -132,6 +132,8 @@ def require_roots_code(*paths: str) -> None:
             above = os.path.dirname(above)
         for path in found:
             info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode) and info.st_uid == 0:
+                continue            # root's link (mode 0777 by nature): only root can point it elsewhere
             if info.st_uid != 0 or info.st_mode & 0o022 and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
                 try:
                     owner = pwd.getpwuid(info.st_uid).pw_name
