@@ -103,7 +103,7 @@ ROOMS = [
                            "selfcheck"], "course.yaml and what stands beside it are read before anything runs"),
     ("autograder.sandbox", ["autograder.sandbox", "autograder.course", "selfcheck"],
      "the sandbox runs a process; it knows nothing of grades"),
-    ("autograder.grade.suites", ["autograder.grade.suites", "autograder.grade.reference_answers",
+    ("autograder.grade.suites", ["autograder.grade.suites", "autograder.grade.reference_answers", "autograder.grade.reuse",
                                  "autograder.grade.versions", "autograder.grade.handin", "autograder.course",
                                  "autograder.records", "autograder.sandbox", "selfcheck"],
      "one part's suites know nothing of a batch"),

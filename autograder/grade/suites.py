@@ -22,7 +22,7 @@ import pytest
 
 from autograder.course import corpus
 from autograder.course.config import Assignment, Course, Part
-from autograder.grade import reference_answers
+from autograder.grade import reference_answers, reuse
 from autograder.grade.versions import file_hash
 from autograder.records.results import Check, PartResult
 from selfcheck import wire
@@ -202,10 +202,10 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
     """Grade one part: returns its result record (score, status, reason, checks).
 
     Raises InfrastructureError when the sandbox failed: then nothing about the
-    student can be concluded, and the caller grades the submission again later.
+    student can be concluded, and the caller grades the submission again later. A program this
+    process graded before takes that result (autograder/grade/reuse.py).
     """
     started = time.monotonic()
-    reference = reference_namespace(course, assignment)
     if corpus.needs_corpus(course, assignment):
         # the hidden checks train the reference here, and framework.load_corpus reads only what
         # it is given: the course's private verified copy, as every sandbox gets it
@@ -213,6 +213,13 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
     if jail is None:            # the sandbox (autograder/sandbox/)
         from autograder import sandbox
         jail = sandbox.jail(course)
+    found = reuse.key(course, assignment, part, prog, jail, public_only)
+    return reuse.graded(found, lambda: _run(course, assignment, part, prog, workdir, jail, public_only, started))
+
+
+def _run(course: Course, assignment: Assignment, part: Part, prog: Program, workdir: str, jail: Jail,
+         public_only: bool, started: float) -> PartResult:
+    reference = reference_namespace(course, assignment)
     student = Student(prog, workdir=workdir, limits=course.limits, budget=True, jail=jail,
                       label=f"your notebook ({part.id})",
                       stand_ins=StandIns(course, assignment, workdir, jail))
