@@ -39,7 +39,6 @@ import shutil
 import statistics
 import subprocess
 import sys
-import copy
 import tempfile
 import time
 
@@ -50,7 +49,7 @@ from autograder.course import config
 from autograder.grade import discovery  # noqa: E402
 from autograder.mistakes import cohort
 from autograder.report import cohort_analysis  # noqa: E402
-from selfcheck.program import grade_id, is_solution, source  # noqa: E402
+from selfcheck.program import grade_id  # noqa: E402
 
 BIN = os.path.dirname(sys.executable)
 
@@ -67,17 +66,6 @@ def variants(course, assignment):
     return found
 
 
-def _own(nb, student):
-    """The notebook with a line of the student's own in every solution cell: real students' code
-    differs, and grading reuses a part's result for a program it graded before
-    (autograder/grade/reuse.py), which a cohort of copies would measure instead of grading."""
-    nb = copy.deepcopy(nb)
-    for cell in nb["cells"]:
-        if is_solution(cell):
-            cell["source"] = source(cell) + f"\n# {student}\n"
-    return nb
-
-
 def build_cohort(course, folder, minimum):
     """``folder/<student>/<assignment>/<notebook>``; returns {(student, assignment): label}."""
     per_student = len(course.assignments)
@@ -88,7 +76,7 @@ def build_cohort(course, folder, minimum):
         for i in range(students):
             label, nb = options[i % len(options)]
             student = f"s{i:03d}"
-            cohort.write(nb if label == "stub" else _own(nb, student), folder, student, assignment)
+            cohort.write(nb if label == "stub" else cohort.own(nb, student), folder, student, assignment)
             made[student, assignment.id] = label
     return made
 

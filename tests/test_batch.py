@@ -50,18 +50,21 @@ def graded_copy(graded_demo, tmp_path):
     return dest, records, students
 
 
-def _small_cohort(course, folder, mistakes=1):
-    """reference, untouched stub and the first ``mistakes`` mistakes of the first assignment."""
+def _small_cohort(course, folder, mistakes=1, own=None):
+    """reference, untouched stub and the first ``mistakes`` mistakes of the first assignment;
+    ``own``: written with a comment of that name in each solved cell, so that a long-lived grading
+    process (a Dask worker) grades them afresh rather than reusing its results (grade/reuse.py)."""
     made = []
+    mine = (lambda nb: cohort.own(nb, own)) if own else (lambda nb: nb)
     for assignment in course.assignments[:1]:
-        cohort.write(cohort.solved(course, assignment), str(folder), "reference", assignment)
+        cohort.write(mine(cohort.solved(course, assignment)), str(folder), "reference", assignment)
         cohort.write(cohort.stub(course, assignment), str(folder), "stub", assignment)
         made += [("reference", assignment.id), ("stub", assignment.id)]
         left = mistakes
         for part in assignment.parts:
             for name, entry in cohort.catalogue(course, part.id)[0].items():
                 if left:
-                    cohort.write(cohort.solved(course, assignment, entry["cells"]), str(folder), name,
+                    cohort.write(mine(cohort.solved(course, assignment, entry["cells"])), str(folder), name,
                                  assignment)
                     made.append((name, assignment.id))
                     left -= 1

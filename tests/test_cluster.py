@@ -315,7 +315,7 @@ def test_without_the_courses_credentials_nothing_connects_runs_or_joins(course, 
 
 def test_a_killed_worker_loses_nothing_and_grades_match_a_local_run(course, tls_course, cluster, tmp_path):
     submitted = tmp_path / "submitted"
-    made = _small_cohort(course, submitted, mistakes=3)
+    made = _small_cohort(course, submitted, mistakes=3, own="killed-worker")
     cluster.ready(workers=2)
     doomed = cluster.workers[-1]
     out = tmp_path / "on-cluster"
@@ -365,7 +365,7 @@ def test_a_worker_with_another_course_refuses_with_one_line(course, tls_course, 
 
 def test_a_vanished_scheduler_stops_the_batch_and_resume_finishes_it(course, tls_course, cluster, tmp_path):
     submitted = tmp_path / "submitted"
-    made = _small_cohort(course, submitted, mistakes=1)
+    made = _small_cohort(course, submitted, mistakes=1, own="vanished-scheduler")
     cluster.ready(workers=1)
     out = tmp_path / "out"
     run = _grade(tls_course, submitted, out, "--cluster", cluster.address)

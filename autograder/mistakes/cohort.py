@@ -60,6 +60,17 @@ def stub(course: Course, assignment: Assignment) -> dict:
     return read_notebook(course.release(assignment, assignment.notebook))
 
 
+def own(nb: dict, student: str) -> dict:
+    """The notebook with a comment of ``student``'s in every solution cell: real students' code
+    differs, and grading reuses a part's result for a program it graded before in the same process
+    (autograder/grade/reuse.py), which a cohort of copies would measure instead of grading."""
+    nb = copy.deepcopy(nb)
+    for cell in nb["cells"]:
+        if is_solution(cell):
+            _set_source(cell, source(cell) + f"\n# {student}\n")
+    return nb
+
+
 def write(nb: dict, folder: str, student: str, assignment: Assignment, name: str | None = None) -> str:
     """Save a notebook as ``folder/<student>/<assignment>/<notebook>``."""
     path = os.path.join(folder, student, assignment.id, name or assignment.notebook)
