@@ -192,3 +192,39 @@ def test_a_warning_of_correct_code_is_a_note_on_stdout_never_stderr(course, tmp_
     assert "Warning" not in done.stderr, done.stderr
     assert re.search(r"softmax: all \d+ public checks pass", done.stdout), done.stdout[-2000:]
     assert "note  your code warned (not a failure): RuntimeWarning: divide by zero encountered in log2" in done.stdout
+
+
+SLOW_SOFTMAX = '''import time as _time
+
+
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    if z.shape == (3, 5):           # correct, but slow on the public check's 3 x 5 scores: 0.7 s of CPU
+        began = _time.process_time()
+        while _time.process_time() - began < 0.7:
+            pass
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+'''
+
+
+@pytest.mark.parametrize("front", ["pytest", "check cell"])
+def test_a_call_past_half_its_limit_is_named_though_it_passes(course, tmp_path, front):
+    """A correct call that uses more than half of the CPU time a call may use passes, and the
+    self-check names it, with the limit grading holds it to (here 1 s, set in the manifest)."""
+    folder = _student_folder(course, course.assignment("attention"), tmp_path, cells={"softmax": SLOW_SOFTMAX})
+    manifest = folder / "selfcheck" / "manifest.json"
+    info = json.loads(manifest.read_text())
+    info["limits"]["time_per_test"] = 1.0
+    manifest.write_text(json.dumps(info))
+    if front == "pytest":
+        text = _selfcheck(folder).stdout
+        lines = text.strip().splitlines()
+        assert lines[-2].startswith("Self-check: all"), text[-2000:]
+        assert re.match(r"Note: `softmax` used 0\.[6-9] s of CPU time in one call, more than half of the 1 s", lines[-3]), \
+            text[-2000:]
+    else:
+        text = _check_cell(folder, "softmax")
+        assert re.search(r"softmax: all \d+ public checks pass", text), text[-2000:]
+        assert re.search(r"note  `softmax` used 0\.[6-9] s of CPU time in one call, more than half of the 1 s", text), \
+            text[-2000:]

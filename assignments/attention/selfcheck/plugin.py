@@ -164,4 +164,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
     hidden = ", ".join(f"{p['id']} {p['hidden_checks']}" for p in info["parts"])
     total = sum(p["hidden_checks"] for p in info["parts"])
     terminalreporter.write_line("")
+    student = config.stash[SESSION].student
+    for line in notes.slow(student.slow_calls if student else {}, manifest.limits(info).time_per_test):
+        terminalreporter.write_line("Note: " + line)
     terminalreporter.write_line("Self-check: " + notes.closing(passed, failed, f"{total} ({hidden})"))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from selfcheck.clock import Clock
 
 WALL_FACTOR = 3         # a call, and a part, may run this many times its CPU limit in wall-clock time
+SLOW_SHARE = 0.5        # a call that uses more than this share of its limit is named to the student
 
 
 class Budget:
@@ -27,6 +28,7 @@ class Budget:
         self.wall = 0.0                 # wall-clock seconds of all calls, for the part's backstop
         self.waited = 0.0               # seconds the calls spent waiting without computing
         self.seen = 0.0                 # the CPU meter when last charged
+        self.slow: dict[str, float] = {}    # call -> the most seconds it used, past SLOW_SHARE of its limit
 
     def charge(self, cpu_now: float) -> None:
         """Add the CPU time used since the last charge (calls, and threads left running between them)."""
@@ -54,6 +56,12 @@ class Budget:
             return Clock(cpu_seconds, cpu, WALL_FACTOR * wall, first=self.seen, runnable=runnable,
                          wait=self.per_call - self.waited)
         return Clock(None, cpu, wall)
+
+    def note(self, what: str, used: float) -> None:
+        """A call finished after ``used`` seconds: kept when that is close to the limit, so the
+        self-check can warn before grading stops it."""
+        if used > SLOW_SHARE * self.per_call:
+            self.slow[what] = max(used, self.slow.get(what, 0.0))
 
     def account(self, took: float, waited: float) -> None:
         """A call ended after ``took`` wall-clock seconds of the student's, ``waited`` of them waiting."""

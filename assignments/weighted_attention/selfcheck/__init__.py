@@ -84,7 +84,8 @@ def check(part: str, folder: str = ".") -> None:
     unloaded = notes.syntax_errors(nb) if nb else []
     for line in unloaded:
         print(f"  FAIL  {line} (in the notebook as last saved)")
-    student = LocalStudent(vars(__main__))
+    per_call = manifest.limits(info).time_per_test
+    student = LocalStudent(vars(__main__), per_call)
     # nbgrader's Validate counts anything a check cell writes to stderr as a failure: a warning of
     # the student's code (numpy's RuntimeWarning) is kept and said on stdout, after the checks
     with warnings.catch_warnings(record=True) as warned:
@@ -94,6 +95,8 @@ def check(part: str, folder: str = ".") -> None:
     for shown in dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in warned
                                if not os.path.abspath(w.filename).startswith(kit + os.sep)):
         print(f"  note  your code warned (not a failure): {shown}")
+    for line in notes.slow(student.slow_calls, per_call):
+        print(f"  note  {line}")
     print(f"{part}: " + notes.closing(passed, len(failures), entry["hidden_checks"]))
     if failures:
         raise SelfCheckFailed(f"{part}: {len(failures)} public check(s) failed; the first:\n  {failures[0]}\n"

@@ -115,6 +115,13 @@ def finding(exc: BaseException) -> str:
     return getattr(exc, "finding", None) or getattr(exc, "message", None) or str(exc)
 
 
+def slow(calls: dict[str, float], per_call: float) -> list[str]:
+    """A line for each call that came close to the limit grading holds every call to."""
+    return [f"`{what}` used {seconds:.1f} s of CPU time in one call, more than half of the {per_call:g} s "
+            f"a call may use: grading stops a call at {per_call:g} s, so make it quicker before you hand "
+            "in (look for work repeated inside a loop)" for what, seconds in sorted(calls.items())]
+
+
 def closing(passed: int, failed: int, hidden: str) -> str:
     """The self-check's last line: where the student stands, and what grading adds."""
     if failed:

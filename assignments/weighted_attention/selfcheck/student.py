@@ -250,6 +250,11 @@ class Student:
             said = ""
         return wire.clean_text(said.splitlines()[-1] if said else f"it exited with {self._proc.returncode}", 300)
 
+    @property
+    def slow_calls(self) -> dict[str, float]:
+        """Calls that used more than half of their limit: call -> seconds (the most it took)."""
+        return self._budget.slow
+
     def cpu_seconds(self) -> float | None:
         """CPU seconds the current process (with everything it started) has used, as its sandbox
         counts them, and the stand-ins it called since they were ready; None: not counted here."""
@@ -406,6 +411,7 @@ class Student:
             self._charge()
         if reply is None:
             raise self._timed_out(what, clock)
+        self._budget.note(what.removeprefix("running "), clock.used if self._budget.by_cpu else took)
         if not isinstance(reply, dict) or reply.get("nonce") != request["nonce"]:
             self.close()
             raise StudentError("error", f"{what} gave an answer out of turn")
@@ -491,9 +497,11 @@ class Student:
 class LocalStudent:
     """The same interface over a namespace in this process (the notebook's own check)."""
 
-    def __init__(self, namespace: dict) -> None:
+    def __init__(self, namespace: dict, per_call: float | None = None) -> None:
         self._ns = namespace
         self.load_errors: list = []
+        self._budget = Budget(per_call or math.inf, None)      # no limit here: only what to warn of
+        self.slow_calls = self._budget.slow
 
     def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
         args = wire.loads(wire.dumps(list(args)))
@@ -506,12 +514,14 @@ class LocalStudent:
             fn = self._ns.get(name)
             if not callable(fn):
                 raise StudentError("missing", f"your notebook defines no function `{name}`")
+        started = time.process_time()
         try:
             value = fn(*args, **kwargs)
         except StudentError:
             raise
         except Exception as exc:  # noqa: BLE001
             raise StudentError("error", f"{type(exc).__name__}: {exc}", causes.of(exc)) from None
+        self._budget.note(f"{probe + '.' if probe else ''}{name}", time.process_time() - started)
         try:
             return wire.loads(wire.dumps(value))
         except wire.WireError as exc:
