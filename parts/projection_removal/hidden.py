@@ -5,7 +5,8 @@ selfcheck/probes/projection_removal.py; the same probe functions run on the
 reference layer here, in the grader's process. Random widths, inputs and
 weights (set by attribute, so names do not matter) keep expected values
 unpredictable; they are never printed. The short training run is seeded, so a
-correct layer reproduces the reference's losses (stated tolerance below).
+correct layer reproduces the reference's losses (stated tolerance below). A mode whose output the
+forward check already found wrong is not trained: its losses could not be the reference's.
 Grading never runs the student's own experiment.
 """
 
@@ -18,7 +19,7 @@ import numpy as np
 import pytest
 
 from autograder.grade import reference_answers
-from selfcheck.checks import central_differences, close, equal, gradient_mistake, that, weight
+from selfcheck.checks import CheckFailed, central_differences, close, equal, gradient_mistake, that, weight
 from selfcheck.probes import projection_removal as probe
 from selfcheck.student import StudentError
 
@@ -103,9 +104,20 @@ def width():
     return int(RNG.choice([5, 6, 7, 9, 10, 12]))
 
 
+_WRONG = {}     # mode -> why this student's layer already gives the wrong output in it
+
+
 @pytest.mark.parametrize("mode", list(MODES))
 def test_forward_every_mode(student, reference, mode):
     """the layer's output in mode {mode} on random inputs and random weights, against the reference"""
+    try:
+        _forward(student, reference, mode)
+    except (CheckFailed, StudentError) as exc:
+        _WRONG[mode] = exc
+        raise
+
+
+def _forward(student, reference, mode):
     remove = MODES[mode]
     for trial in range(2):
         E, T = width(), int(RNG.integers(4, 8))
@@ -248,12 +260,16 @@ def _reference_run(reference, mode):
     return cache[key]
 
 
-_RUNS = {}      # this student's short runs (the module is loaded afresh for every student)
+_RUNS = {}      # this student's short runs, or why each failed (the module is loaded afresh for every student)
 
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_short_training_run(student, reference, mode):
     """300 seeded training steps of the chapter's model with your layer in mode {mode}: losses against the reference run"""
+    if mode in _WRONG:      # its losses cannot be the reference's: a second of training spared
+        _RUNS[mode] = CheckFailed(f"not run: in mode {mode} the layer's output already differs from the "
+                                  f"reference's (the check of its output says how), so its training run would too")
+        raise _RUNS[mode]
     try:
         got = student.probe("projection_removal", "short_run", MODES[mode], STEPS, SEED, TEST_BATCHES, LOG_EVERY)
     except StudentError as exc:
@@ -274,7 +290,7 @@ def test_short_training_run(student, reference, mode):
 def test_short_run_orderings(student, reference):
     """the orderings of the variants' test losses that hold for every seed at 300 steps"""
     for mode in MODES:
-        if isinstance(_RUNS.get(mode), StudentError):
+        if isinstance(_RUNS.get(mode), (StudentError, CheckFailed)):
             raise _RUNS[mode]
     missing = [m for m in MODES if m not in _RUNS]
     that(not missing, "the short training runs of " + ", ".join(missing) + " did not finish")
