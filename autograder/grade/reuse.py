@@ -28,7 +28,7 @@ from autograder.records.results import PartResult
 from selfcheck.launch import Jail
 from selfcheck.program import Program
 
-KEPT = 2_000                     # results one process keeps at most (a few kB each)
+KEPT = 1_000                     # results one process keeps at most (tens of kB each)
 _KEPT: dict[str, PartResult] = {}
 
 
