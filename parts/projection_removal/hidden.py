@@ -112,8 +112,8 @@ def test_forward_every_mode(student, reference, mode):
     """the layer's output in mode {mode} on random inputs and random weights, against the reference"""
     try:
         _forward(student, reference, mode)
-    except (CheckFailed, StudentError) as exc:
-        _WRONG[mode] = exc
+    except (StudentError, CheckFailed) as wrong:
+        _WRONG[mode] = wrong
         raise
 
 
