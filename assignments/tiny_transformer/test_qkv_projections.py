@@ -148,7 +148,26 @@ def test_heads_concatenated_in_order_then_projected(student):
                     ("no-output-projection", "W_o is missing: the result is the concatenated heads times W_o",
                      np.hstack(pieces)),
                     ("heads-averaged", "the heads were averaged instead of concatenated and projected together",
-                     sum(p @ W_o[2 * i:2 * i + 2] for i, p in enumerate(pieces)) / 3)])
+                     sum(p @ W_o[2 * i:2 * i + 2] for i, p in enumerate(pieces)) / 3),
+                    ("heads-merged-without-transpose", "the heads' outputs were stacked (heads, tokens, d_k) and "
+                     "reshaped to (tokens, heads x d_k) without a transpose, so each row mixes several tokens: "
+                     "concatenate them along the last axis", np.stack(pieces).reshape(5, -1) @ W_o)]
+          + _split_without_transpose(student, x, heads, W_o))
+
+
+def _split_without_transpose(student, x, heads, W_o):
+    """The mistake of splitting the heads off the full projections by a reshape alone, computed with
+    the student's own functions (nothing, when they fail on it)."""
+    try:
+        every = student.project_qkv(x, *(np.hstack([head[i] for head in heads]) for i in range(3)))
+        Q, K, V = (np.asarray(a, dtype=float).reshape(len(heads), len(x), -1) for a in every)
+        out = np.hstack([np.asarray(student.causal_attention(Q[i], K[i], V[i])[0], dtype=float)
+                         for i in range(len(heads))]) @ W_o
+    except Exception:  # noqa: BLE001 - a candidate only: the check itself says what failed
+        return []
+    return [("heads-split-without-transpose", "the heads were split off the full projections by a reshape to "
+             "(heads, tokens, d_k) without a transpose, so each head got other tokens' features: reshape to "
+             "(tokens, heads, d_k), then transpose", out)]
 
 
 @weight(2)

@@ -66,17 +66,6 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
 def causal_mask(n):
     return np.triu(np.ones((n, n), dtype=bool))
 """}},
-    "mask-filled-after-softmax-timm-eva": {"mistake": "mask-after-softmax",
-        "source": "huggingface/pytorch-image-models@https://github.com/huggingface/pytorch-image-models/pull/2236:"
-                  "timm/models/eva.py — attn.softmax(dim=-1) first, then masked_fill(~mask, -inf) on the weights",
-        "cells": {"masked_softmax": """
-def masked_softmax(scores, mask):
-    scores = np.asarray(scores)
-    if not np.issubdtype(scores.dtype, np.floating):
-        scores = scores.astype(float)
-    weights = softmax(scores, axis=-1)
-    return np.where(mask, weights, -np.inf)
-"""}},
     "mask-fill-minus-epsilon-hyunwoongko": {"mistake": "mask-fill-not-minus-inf",
         "source": "hyunwoongko/transformer@https://github.com/hyunwoongko/transformer/issues/10:"
                   "models/layers/scale_dot_product_attention.py — masked_fill(mask == 0, -e) with e = 1e-12, not -inf",

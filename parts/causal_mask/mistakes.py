@@ -253,6 +253,18 @@ def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
         out["d_k"].append(d)
     return {key: np.array(column) for key, column in out.items()}
 '''}},
+    # Taken from real public code (held out until its diagnosis was written).
+    "mask-filled-after-softmax-timm-eva": {"mistake": "mask-after-softmax",
+        "source": "huggingface/pytorch-image-models@https://github.com/huggingface/pytorch-image-models/pull/2236:"
+                  "timm/models/eva.py — attn.softmax(dim=-1) first, then masked_fill(~mask, -inf) on the weights",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores)
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores = scores.astype(float)
+    weights = softmax(scores, axis=-1)
+    return np.where(mask, weights, -np.inf)
+"""}},
 }
 
 CORRECT = {

@@ -44,18 +44,9 @@ MISTAKES = {
         "source": "karpathy/llama2.c@https://github.com/karpathy/llama2.c/issues/378 — the state dict's numel summed, "
                   "so the output layer tied to the token table was counted a second time",
         "cells": {"transformer_parameters": _counting(unembedding="vocab * d_model")}},
-    "untied-head-assumed-tied-vllm-fit": {"mistake": "count-untied-output-left-out",
-        "source": "jranaraki/vllm-fit@https://github.com/jranaraki/vllm-fit/issues/27:src/vllm_fit/estimator.py — "
-                  "_estimate_param_count assumes a tied output head and misses the output matrix when it is untied",
-        "cells": {"transformer_parameters": _counting(unembedding="0")}},
     "biases-not-counted-netscope": {"mistake": "count-without-ffn-biases",
         "source": "dgschwend/netscope@https://github.com/dgschwend/netscope/issues/17 (fixed in 009a9f8) — "
                   "a layer's parameters counted as its weights only, the bias left out",
         "cells": {"transformer_parameters": _counting().replace(
             "feed_forward = 2 * d_model * d_ff + (d_ff + d_model) * ffn_bias", "feed_forward = 2 * d_model * d_ff")}},
-    "embeddings-left-out-transnormer": {"mistake": "count-without-embeddings",
-        "source": "OpenNLPLab/TransnormerLLM@https://github.com/OpenNLPLab/TransnormerLLM/issues/6 — "
-                  "the total counted the blocks only, the embedding table left out (the maintainer pointed it out)",
-        "cells": {"transformer_parameters": _counting().replace(
-            "\"total\": embeddings + n_layers", "\"total\": n_layers")}},
 }

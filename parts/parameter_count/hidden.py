@@ -50,7 +50,11 @@ def count(vocab, d, layers, heads, d_ff, *, layer_norm=True, ffn_bias=True, qkv_
         unembedding = vocab * d
     if mistake == "positions_per_layer":
         embeddings = vocab * d + layers * context * d
+    if mistake == "untied_left_out":
+        unembedding = 0
     total = embeddings + layers * per_layer + final + unembedding
+    if mistake == "no_embeddings":
+        total = layers * per_layer + final + unembedding
     return {"attention": attention, "feed_forward": feed_forward, "layer_norms": norms, "per_layer": per_layer,
             "embeddings": embeddings, "total": total}
 
@@ -59,7 +63,8 @@ IDS = {"no_ffn_bias": "count-without-ffn-biases", "ffn_bias_twice_dff": "count-f
        "one_norm": "count-one-norm-per-block", "two_per_norm": "count-norm-as-scalars",
        "heads": "count-grows-with-heads", "no_w_o": "count-without-output-projection",
        "qkv_bias_one": "count-qkv-bias-once", "qkv_bias_dk": "count-qkv-bias-head-width", "tied_counted": "count-tied-output-layer",
-       "final_per_layer": "count-final-norm-per-block", "positions_per_layer": "count-positions-per-block"}
+       "final_per_layer": "count-final-norm-per-block", "positions_per_layer": "count-positions-per-block",
+       "untied_left_out": "count-untied-output-left-out", "no_embeddings": "count-without-embeddings"}
 MISTAKES = {
     "no_ffn_bias": "the feed-forward biases (d_ff + d_model) were left out",
     "ffn_bias_twice_dff": "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
@@ -75,6 +80,9 @@ MISTAKES = {
     "tied_counted": "the output layer was counted although it is tied to the token table",
     "final_per_layer": "the final layer norm was counted once per block; there is one, after the last block",
     "positions_per_layer": "the position table was counted once per block; there is one, at the input",
+    "untied_left_out": "tied_unembedding=False changed nothing: an untied output layer is a d_model x vocab "
+                       "matrix of its own, and the total must count it",
+    "no_embeddings": "the total left out the embeddings (the token and position tables)",
 }
 
 

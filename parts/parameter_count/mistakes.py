@@ -89,6 +89,16 @@ MISTAKES = {
         "cells": {"transformer_parameters": _counting(final="2 * d_model")}},
     "output-bias-per-head": {"mistake": "count-bias-per-head", "cells": {"transformer_parameters": _counting(
         attention="4 * d_model * d_model + 3 * d_model * qkv_bias + n_heads * d_model * out_bias")}},
+    # Taken from real public code (held out until their diagnoses were written).
+    "untied-head-assumed-tied-vllm-fit": {"mistake": "count-untied-output-left-out",
+        "source": "jranaraki/vllm-fit@https://github.com/jranaraki/vllm-fit/issues/27:src/vllm_fit/estimator.py — "
+                  "_estimate_param_count assumes a tied output head and misses the output matrix when it is untied",
+        "cells": {"transformer_parameters": _counting(unembedding="0")}},
+    "embeddings-left-out-transnormer": {"mistake": "count-without-embeddings",
+        "source": "OpenNLPLab/TransnormerLLM@https://github.com/OpenNLPLab/TransnormerLLM/issues/6 — "
+                  "the total counted the blocks only, the embedding table left out (the maintainer pointed it out)",
+        "cells": {"transformer_parameters": _counting().replace(
+            "\"total\": embeddings + n_layers", "\"total\": n_layers")}},
 }
 
 CORRECT = {

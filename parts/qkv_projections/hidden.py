@@ -52,13 +52,21 @@ def attention(Q, K, V, *, scale=None, mask="causal", axis=-1, mask_after=False, 
         return weights @ V, weights
 
 
-def mha(x, heads, W_o, *, order=1, combine="concat", project=True, **kw):
+def mha(x, heads, W_o, *, order=1, combine="concat", split="slice", project=True, **kw):
     """Multi-head attention, or a mistaken version of it."""
     x = np.array(x, dtype=np.float64)
-    outs = [attention(x @ wq, x @ wk, x @ wv, **kw)[0] for wq, wk, wv in heads][::order]
+    if split == "reshape":      # every head projected at once, then split off by a reshape alone
+        h, n = len(heads), x.shape[0]
+        Q, K, V = ((x @ np.hstack([head[i] for head in heads])).reshape(h, n, -1) for i in range(3))
+        outs = [attention(Q[i], K[i], V[i], **kw)[0] for i in range(h)][::order]
+    else:
+        outs = [attention(x @ wq, x @ wk, x @ wv, **kw)[0] for wq, wk, wv in heads][::order]
     if combine == "mean":
         d = outs[0].shape[1]
         return sum(o @ W_o[i * d:(i + 1) * d] for i, o in enumerate(outs)) / len(outs)
+    if combine == "reshape":    # (heads, tokens, d_k) reshaped to (tokens, heads x d_k), no transpose
+        concat = np.stack(outs).reshape(x.shape[0], -1)
+        return concat @ W_o if project else concat
     concat = np.concatenate(outs, axis=1)
     return concat @ W_o if project else concat
 
@@ -91,6 +99,12 @@ def attention_mistakes(Q, K, V, d_model=None, index=1):
     return [(key, text, value[index]) for key, text, value in out]
 
 
+MERGED = ("the heads' outputs were stacked (heads, tokens, d_k) and reshaped to (tokens, heads x d_k) without "
+          "a transpose, so each row mixes several tokens: concatenate them along the last axis")
+SPLIT = ("the heads were split off the full projections by a reshape to (heads, tokens, d_k) without a "
+         "transpose, so each head got other tokens' features: reshape to (tokens, heads, d_k), then transpose")
+
+
 def mha_mistakes(x, heads, W_o):
     d_model = np.shape(x)[1]
     d_k = np.shape(heads[0][0])[1]
@@ -107,6 +121,8 @@ def mha_mistakes(x, heads, W_o):
          mha(x, heads, W_o, project=False)),
         ("heads-averaged", "the heads were averaged instead of concatenated and projected together",
          mha(x, heads, W_o, combine="mean")),
+        ("heads-merged-without-transpose", MERGED, mha(x, heads, W_o, combine="reshape")),
+        ("heads-split-without-transpose", SPLIT, mha(x, heads, W_o, split="reshape")),
         ("no-causal-mask", "there is no causal mask: tokens see the future", mha(x, heads, W_o, mask="none")),
         ("mask-off-by-one", "the mask is off by one: token i also sees token i + 1 (np.tril(..., k=1))",
          mha(x, heads, W_o, mask="off-by-one")),

@@ -143,6 +143,33 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
+    # Taken from real public code (held out until their diagnoses were written).
+    "heads-merged-by-view-jadore801120": {"mistake": "heads-merged-without-transpose",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/7"
+                  " (fixed in ca8c7c0):transformer/SubLayers.py — (n_head, len_q, d_v) outputs viewed as (len_q, n_head * d_v)"
+                  " with no transpose; also jsbaan/transformer-from-scratch PR #6",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        output, _ = causal_attention(Q, K, V)
+        outputs.append(output)
+    outputs = np.stack(outputs)                      # (n_head, len_q, d_v)
+    return outputs.reshape(outputs.shape[1], -1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "heads-split-by-view-fuxictr": {"mistake": "heads-split-without-transpose",
+        "source": "reczoo/FuxiCTR@https://github.com/reczoo/FuxiCTR/issues/30:fuxictr/pytorch/layers/attentions — "
+                  "query.view(batch * num_heads, -1, head_dim): the heads split off with no transpose",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, h = x.shape[0], len(heads)
+    W_q, W_k, W_v = (np.concatenate([np.asarray(head[i], dtype=float) for head in heads], axis=1) for i in range(3))
+    Q, K, V = (a.reshape(h, n, -1) for a in project_qkv(x, W_q, W_k, W_v))
+    outputs = [causal_attention(Q[i], K[i], V[i])[0] for i in range(h)]
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
 }
 
 CORRECT = {

@@ -55,7 +55,10 @@ def _masked_weights(student, scores, mask, what):
                                                                    "mask was built inside): use the `mask` you are given"),
                  (_filled_with_a_number(w, scores, allowed), "mask-fill-not-minus-inf",
                   "a blocked score set to 0 (or multiplied by the mask, or set to -1) still counts e^0 = 1 "
-                  "(or e^-1) in the softmax: set blocked scores to -inf")]
+                  "(or e^-1) in the softmax: set blocked scores to -inf"),
+                 (np.all(~np.isfinite(w[~allowed]) | (w[~allowed] < 0)), "mask-after-softmax",
+                  "the mask ran after the softmax: it wrote its fill value into the weights; set the blocked "
+                  "scores to -inf first, then take the softmax")]
         key, hint = next(((key, text) for condition, key, text in hints if condition), (None, None))
         that(False, f"{what}: blocked positions (mask False) must get weight 0, got up to {leak:.3g}.", hint, key)
     sums = w.sum(axis=-1)

@@ -42,7 +42,9 @@ def _hints(d, d_ff, vocab, n_layers, right):
                    right["total"] + vocab * d),
                   ("count-final-norm-unasked", "the final layer norm was counted although final_norm=False", right["total"] + 2 * d),
                   ("count-one-norm-per-block", "the layer norms were counted as 2 x d_model per block: a block has "
-                   "two norms, each with a gain and a shift of d_model", right["total"] - n_layers * norms // 2)],
+                   "two norms, each with a gain and a shift of d_model", right["total"] - n_layers * norms // 2),
+                  ("count-without-embeddings", "the total left out the embeddings (the token and position tables): "
+                   "total = embeddings + n_layers x per_layer + ...", right["total"] - right.get("embeddings", 0))],
     }
 
 
@@ -109,7 +111,9 @@ def test_an_untied_output_layer(student):
           "d_model 64)", mistakes=[("count-output-in-embeddings", "the output layer was put into `embeddings`; they are the token and position "
                                     "tables only", tied["embeddings"] + 64_000)])
     equal(untied["total"] - tied["total"], 64_000, "total untied minus total tied (vocab 1,000, d_model 64)",
-          mistakes=[("count-output-layer-twice", "the untied output layer was counted twice", 128_000)])
+          mistakes=[("count-output-layer-twice", "the untied output layer was counted twice", 128_000),
+                    ("count-untied-output-left-out", "tied_unembedding=False changed nothing: an untied output layer "
+                     "is a d_model x vocab matrix of its own, and the total must count it", 0)])
 
 
 @weight(3)
