@@ -201,7 +201,10 @@ class UnsafeId(CourseError):
 # --- spreadsheets ----------------------------------------------------------------------------
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
-_PIECE = re.compile(r"(^|[;,\t\n\r])([ \t]*)(?=[=+\-@])")
+# a piece a spreadsheet could split off: after a separator some locale or import dialog uses (the
+# comma, the semicolon, the bar, a tab, any line break), past spaces of any width
+_PIECE = re.compile(r"(^|[;,|\t\n\r\x0b\x0c\x85\u2028\u2029])([ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]*)"
+                    r"(?=[=+\-@\uff1d\uff0b\uff0d\uff20])")
 
 
 class Figure:

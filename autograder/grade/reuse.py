@@ -9,8 +9,9 @@ a part copied from a classmate or the chapter, a part left as the reference's be
 in another (then graded with the reference standing in for the broken one, tens of thousands of
 calls), the catalogues' cases. After the first, each takes the first's result.
 
-A result that ran out of time is never kept (how long code takes depends on the machine's
-load), nor is a grader failure (it raises). Only this process's memory holds them: a batch's
+A result in which the student's process died or ran out of time is never kept (the machine had a
+say: its load, its memory), nor is a grader failure (it raises). Code that draws its own random
+numbers gets one draw for all its copies. Only this process's memory holds the results: a batch's
 workers each keep their own, and `course grade --force` starts new ones.
 """
 
@@ -19,8 +20,10 @@ import dataclasses
 import hashlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
+from importlib import metadata
 
 from autograder.course.config import Assignment, Course, Part
 from autograder.grade.versions import grader_version, suite_versions
@@ -34,22 +37,22 @@ _KEPT: dict[str, PartResult] = {}
 
 def key(course: Course, assignment: Assignment, part: Part, prog: Program, jail: Jail, public_only: bool) -> str:
     """Everything the verdict depends on, hashed."""
-    sandbox = [type(jail).__qualname__, sorted((k, str(v)) for k, v in vars(jail).items()), os.geteuid()]
+    sandbox = [type(jail).__qualname__, sorted((k, str(v)) for k, v in vars(jail).items()), os.geteuid(),
+               sys.version, metadata.version("numpy")]     # what the student's process runs on, as installed now
     blob = json.dumps([grader_version(), suite_versions(course, assignment.id)[part.id], part.id,
                        dataclasses.asdict(prog), sandbox, public_only, os.environ.get("TINYSHAKESPEARE")],
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def graded(found: str, grade: Callable[[], PartResult]) -> PartResult:
-    """The result kept under ``found``, or ``grade()``'s (kept when it may be reused)."""
+def graded(found: str, grade: Callable[[], tuple[PartResult, bool]]) -> PartResult:
+    """The result kept under ``found``, or ``grade()``'s: (result, whether it may be reused)."""
     started = time.monotonic()
     if found in _KEPT:
         result = copy.deepcopy(_KEPT[found])
         result.seconds = round(time.monotonic() - started, 2)      # what this grading cost
         return result
-    result = grade()
-    timed_out = result.status == "timeout" or any(c.status == "timeout" for c in result.checks)
-    if not timed_out and len(_KEPT) < KEPT:
+    result, reusable = grade()
+    if reusable and len(_KEPT) < KEPT:
         _KEPT[found] = copy.deepcopy(result)
     return result

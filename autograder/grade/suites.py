@@ -96,6 +96,8 @@ class _Collector:
         self._hidden = os.path.abspath(hidden_path)
         self.checks = []
         self.infrastructure = None       # the grader's own failure: no check of this part counts
+        self.cut_short = False           # a check ended by the process's death or its clock: the
+                                         # machine had a say (its memory, its load), so never reused
 
     @pytest.fixture(scope="session")
     def student(self):
@@ -125,6 +127,7 @@ class _Collector:
             check.status, check.message = "error", f"{doc}: {exc}"
         elif isinstance(exc, StudentError):
             check.status = {"missing": "missing", "timeout": "timeout"}.get(exc.kind, "error")
+            self.cut_short |= exc.kind in ("crashed", "timeout")
             check.message = f"{doc}: {exc.message}"
             check.mistake, check.diagnosis = exc.mistake, exc.diagnosis
         elif isinstance(exc, CheckFailed):
@@ -218,7 +221,8 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
 
 
 def _run(course: Course, assignment: Assignment, part: Part, prog: Program, workdir: str, jail: Jail,
-         public_only: bool, started: float) -> PartResult:
+         public_only: bool, started: float) -> tuple[PartResult, bool]:
+    """The part graded for real, and whether its result may be reused (autograder/grade/reuse.py)."""
     reference = reference_namespace(course, assignment)
     student = Student(prog, workdir=workdir, limits=course.limits, budget=True, jail=jail,
                       label=f"your notebook ({part.id})",
@@ -246,4 +250,4 @@ def _run(course: Course, assignment: Assignment, part: Part, prog: Program, work
                         suite=file_hash(os.path.join(course.root, part.public), hidden),
                         seconds=round(time.monotonic() - started, 2))
     result.reason = _reason(result, student.load_errors)
-    return result
+    return result, not collector.cut_short

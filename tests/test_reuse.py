@@ -1,0 +1,39 @@
+"""A part graded again on the same program in one process takes the first result
+(autograder/grade/reuse.py), and only a result the machine had no say in is kept."""
+
+import pytest
+
+from autograder.grade import reuse
+from autograder.grade.submission import grade_submission
+from autograder.mistakes import cohort
+
+pytestmark = pytest.mark.slow       # grades notebooks in real student processes
+
+KILLED = '''import os, signal
+
+
+def softmax(z, axis=-1):
+    os.kill(os.getpid(), signal.SIGKILL)      # as the host's out-of-memory killer would
+'''
+
+
+def _softmax(course, folder, student, nb):
+    assignment = course.assignment("attention")
+    path = cohort.write(nb, str(folder), student, assignment)
+    return grade_submission(course, assignment.id, student, path, only={"softmax"}).parts[0]
+
+
+def test_a_copy_takes_the_first_result_and_a_killed_process_is_never_kept(course, tmp_path):
+    solved = cohort.solved(course, course.assignment("attention"))
+    first = _softmax(course, tmp_path, "ada", solved)
+    kept = len(reuse._KEPT)
+    copy = _softmax(course, tmp_path, "bob", solved)             # the same program: not graded again
+    assert (copy.score, copy.reason, copy.checks) == (first.score, first.reason, first.checks)
+    assert len(reuse._KEPT) == kept and copy.seconds < 0.2 < first.seconds
+    own = _softmax(course, tmp_path, "cy", cohort.own(solved, "cy"))   # a comment of its own: graded
+    assert own.score == first.score and len(reuse._KEPT) == kept + 1
+    killed = cohort.solved(course, course.assignment("attention"), {"softmax": KILLED})
+    for student in ("dee", "eve"):
+        result = _softmax(course, tmp_path, student, killed)
+        assert result.score == 0 and "SIGKILL" in " ".join(c.message for c in result.checks), result.reason
+    assert len(reuse._KEPT) == kept + 1, "a part whose process was killed was kept for its copies"
