@@ -58,4 +58,26 @@ MISTAKES = {
         weights = F.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))), axis=0)
         return self.out(weights @ v)
 ''')},
+    "queries-and-values-scaled-former": {"mistake": "scores-scaled-wrongly",
+        "source": "pbloem/former@https://github.com/pbloem/former/issues/2:former/modules.py — queries and values "
+                  "each divided by e ** (1/4) (meant: queries and keys), so the scores got e^(1/4), not sqrt(e), "
+                  "and the output was shrunk",
+        "cells": _forward('''
+        q = q * (1.0 / self.embed_size ** 0.25)
+        v = v * (1.0 / self.embed_size ** 0.25)
+        weights = self.softmax(self.mask(q @ k.transpose(-2, -1)))
+        return self.out(weights @ v)
+''')},
+    "diagonal-blocked-triu-offset-0-former": {"mistake": "mask-without-diagonal",
+        "source": "pbloem/former@https://github.com/pbloem/former/issues/10 (the blog post's code) — "
+                  "torch.triu_indices(t, t, offset=0) set to -inf: the diagonal blocked too, so row 0 is all -inf (nan)",
+        "cells": _forward('''
+        T = x.shape[-2]
+        rows, cols = np.triu_indices(T, k=0)
+        blocked = np.zeros((T, T), dtype=np.float32)
+        blocked[rows, cols] = -np.inf
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)) + Tensor(blocked)
+        weights = self.softmax(scores)
+        return self.out(weights @ v)
+''')},
 }

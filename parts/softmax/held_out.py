@@ -90,4 +90,35 @@ def attend(q, K, V):
     alpha = softmax(K @ q / q.shape[-1])
     return alpha, alpha @ V
 """}},
+    "attend-divided-by-inverse-sqrt-rasbt": {"mistake": "scores-scaled-wrongly",
+        "source": "rasbt/LLMs-from-scratch@https://github.com/rasbt/LLMs-from-scratch/issues/856:"
+                  "ch03/02_bonus_efficient-multihead-attention/mha-implementations.ipynb — "
+                  "attn_scores / keys.shape[-1] ** -0.5: divided by 1/sqrt(d_k), so multiplied by sqrt(d_k)",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q = np.asarray(q, dtype=float)
+    K = np.asarray(K, dtype=float)
+    V = np.asarray(V, dtype=float)
+    alpha = softmax((K @ q) / q.shape[-1] ** -0.5)
+    return alpha, alpha @ V
+"""}},
+    "entropy-without-minus-jubatus": {"mistake": "entropy-sign-flipped",
+        "source": "jubatus/jubatus@https://github.com/jubatus/jubatus/issues/348:jubatus/core/stat/stat.cpp — "
+                  "stat::entropy returned sum p log p without the minus sign (a negative entropy; there with ln)",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float).ravel()
+    p = p[p > 0]
+    return float(np.sum(p * np.log2(p)))
+"""}},
+    "softmax-max-started-at-zero-nnlib": {"mistake": "softmax-shift-floored-at-zero",
+        "source": "FluxML/NNlib.jl@https://github.com/FluxML/NNlib.jl/pull/43:src/softmax.jl — the running maximum "
+                  "started at 0, so max(0, max z) was subtracted and a row of large negative scores gave 0/0 = nan",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    top = np.maximum(np.max(z, axis=axis, keepdims=True), 0.0)    # the running maximum starts at 0
+    e = np.exp(z - top)
+    return e / np.sum(e, axis=axis, keepdims=True)
+"""}},
 }
