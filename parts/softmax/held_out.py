@@ -102,7 +102,7 @@ def attend(q, K, V):
     alpha = softmax((K @ q) / q.shape[-1] ** -0.5)
     return alpha, alpha @ V
 """}},
-    "entropy-without-minus-jubatus": {"mistake": "entropy-sign-flipped",
+    "entropy-without-minus-jubatus": {"mistake": "entropy-sign",
         "source": "jubatus/jubatus@https://github.com/jubatus/jubatus/issues/348:jubatus/core/stat/stat.cpp — "
                   "stat::entropy returned sum p log p without the minus sign (a negative entropy; there with ln)",
         "cells": {"entropy_bits": """
