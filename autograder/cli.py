@@ -7,7 +7,7 @@
     course regrade [DIR]      grade again after a test fix; old and new scores per part
     course export [DIR]       exports again, with the answers graded since in formgrader
     course check NOTEBOOK     a student's self-check: the public checks, in a fresh process
-    course cluster --certs DIR  the Dask cluster's CA and TLS certificates (README, "Bigger courses")
+    course cluster --certs DIR  the Dask cluster's CA and TLS certificates (docs/how-to/cluster.md)
     course demo               release, build a demo cohort, grade it, print the table
     course history STUDENT    one student's results over time (--dir DIR)
     course status [DIR]       not graded yet, late, written answers to grade, errors, what changed
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--force", action="store_true", help="grade every submission again")
     r.add_argument("--cluster", default=None, metavar="ADDRESS", help="grade on this Dask scheduler")
     r.add_argument("--all", action="store_true", help="print unchanged scores too")
-    e = sub.add_parser("export", help="write parts.csv, totals.csv, grades.csv, Gradescope results and feedback again")
+    e = sub.add_parser("export", help="write every export and the feedback pages again (it ends listing each file)")
     e.add_argument("dir", nargs="?", default=None)
     rp = sub.add_parser("report", help="the cohort report: cohort_report.html and cohort_report.csv")
     rp.add_argument("dir", nargs="?", default=None, help="the folder `course grade --out` wrote (default: .)")
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     k = sub.add_parser("cluster", help="the Dask cluster's TLS certificates: its own CA, one per role")
     k.add_argument("--certs", required=True, metavar="DIR", help="a new folder to write them into")
     d = sub.add_parser("demo", help="release, grade a demo cohort, print the table")
-    d.add_argument("--dir", default="demo", help="working folder for the demo (default: demo/)")
+    d.add_argument("--dir", default=None, help="working folder for the demo (default: demo/ in the course folder)")
     d.add_argument("--jobs", type=int, default=None)
     m = sub.add_parser("mistakes", help="grade the catalogue of mistakes; write docs/mistakes.json and docs/mistakes.md")
     m.add_argument("--jobs", type=int, default=2)

@@ -243,10 +243,10 @@ def cmd_cluster(course: config.Course, args: argparse.Namespace) -> int:
 def cmd_demo(course: config.Course, args: argparse.Namespace) -> int:
     from autograder.mistakes import cohort
     from autograder.report import terminal
-    folder = os.path.abspath(args.dir)
+    folder = os.path.abspath(args.dir or os.path.join(course.root, "demo"))    # never the folder you are in
     marker = os.path.join(folder, ".course-demo")
     if os.path.isdir(folder) and os.listdir(folder) and not os.path.exists(marker):
-        print(f"error: {args.dir} exists and is not a demo folder; choose another --dir", file=sys.stderr)
+        print(f"error: {folder} exists and is not a demo folder; choose another --dir", file=sys.stderr)
         return 2
     if os.path.isdir(folder):        # start from nothing: an old gradebook would refuse new cells
         shutil.rmtree(folder)
@@ -267,7 +267,7 @@ def cmd_demo(course: config.Course, args: argparse.Namespace) -> int:
     print(terminal.table(records))
     print("\n" + _where(folder))
     print(f"{'gradebook:':<12}{os.path.join(folder, 'gradebook.db')} "
-          f"(cd {args.dir} && nbgrader export, or formgrader for the written answers)")
+          f"(cd {folder} && nbgrader export, or formgrader for the written answers)")
     return 0
 
 

@@ -160,7 +160,7 @@ def ours(submitted, work, jobs):
 
 def on_dask(submitted, work, workers):
     """Seconds of `course grade --cluster` with ``workers`` local Dask workers, over mutual TLS with
-    a set of `course cluster --certs`, started as README "Bigger courses" says (None without Dask)."""
+    a set of `course cluster --certs`, started as docs/how-to/cluster.md says (None without Dask)."""
     try:
         from distributed import Client
 

@@ -62,7 +62,7 @@ def _tls(certs, role):
 
 
 class Cluster:
-    """A TLS scheduler and its workers started as README "Bigger courses" says, each in a process
+    """A TLS scheduler and its workers started as docs/how-to/cluster.md says, each in a process
     group of its own (so a kill takes the sandboxes it started too)."""
 
     def __init__(self, folder, certs, security):

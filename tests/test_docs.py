@@ -31,8 +31,8 @@ def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean():
         clean = re.search(r"^clean:\n\trm -rf (.*?)(?:\n\S|\Z)", fh.read(), re.M | re.S)[1].split()
     for output in pipeline.OUTPUTS:
         top = output.path.split("/")[0]
-        assert any(fnmatch.fnmatch(top, pattern) for pattern in ignored), output.path
-        assert top in clean, output.path
+        assert any(fnmatch.fnmatch(top, pattern) for pattern in ignored), f"{output.path}: add {top} to .gitignore"
+        assert top in clean, f"{output.path}: add {top} to the Makefile's clean target"
 
 
 def test_course_grade_prints_each_printed_output_from_the_list():

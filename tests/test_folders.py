@@ -82,7 +82,7 @@ def test_a_command_outside_a_course_folder_stops_with_one_line_and_changes_nothi
         # --out naming it: a folder others can read is never locked to make it a grading folder
         assert cli.main(["grade", os.path.join(folder, "submitted"), "--out", folder]) == 2
         err = capsys.readouterr().err
-        assert err.count("\n") == 1 and "other accounts can read it" in err and "does not exist yet" in err, err
+        assert err.count("\n") == 1 and "other accounts can read or write in it" in err and "does not exist yet" in err, err
         assert _state(folder) == before
 
 
@@ -255,3 +255,18 @@ def test_exchange_setup_on_a_root_of_roots_says_whose_it_must_be(copy_course, ac
     assert (f"the exchange's root {exchange} is root's with mode 0755; it must be {teacher}'s, or root's with "
             f"mode 1777 (as root: chmod 1777 {exchange})") in done.stderr, done.stderr
     assert os.listdir(exchange) == []
+
+
+def test_an_empty_shared_folder_keeps_its_mode_and_is_refused_as_a_grading_folder(course, tmp_path, capsys):
+    """`--out` an empty folder others may write in (a shared 1777 one) is refused in one line, its
+    mode untouched; an empty folder of one's own, 0755, is made the grading folder (0700)."""
+    shared, own = tmp_path / "shared", tmp_path / "own"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    assert cli.main(["grade", str(tmp_path / "nothing"), "--out", str(shared)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "other accounts can read or write in it" in err, err
+    assert stat.S_IMODE(os.stat(shared).st_mode) == 0o1777 and not os.listdir(shared)
+    own.mkdir()
+    os.chmod(own, 0o755)
+    assert folders._fresh(str(own))      # grading locks it: no other account was using it

@@ -589,6 +589,7 @@ def test_course_late_penalties_reads_course_yaml_again_once_it_changes(course_co
     assert changed.assignment(first).due != copy_.assignments[0].due
 
 
+@pytest.mark.slow     # a fresh Python that imports nbgrader: seconds, more than make check's share
 def test_loading_nbgrader_leaves_jsonschema_s_iri_grammars_until_an_iri_is_checked(tmp_path):
     """rfc3987_syntax builds its Lark grammars only when jsonschema first checks an IRI, and then
     answers as it does loaded up front: in the course's commands, and (the .pth file make writes)

@@ -93,11 +93,13 @@ def _not_one(course: Course, folder: str, command: str) -> CourseError:
 
 def _fresh(folder: str) -> bool:
     """Whether the course may make ``folder`` a grading folder of its own (``0700``): it does not
-    exist yet, or it is an empty folder of this account's (made for the purpose)."""
+    exist yet, or it is an empty folder of this account's (made for the purpose) that no other
+    account may write in (a shared folder, such as a mode 1777 one, keeps its mode: it is refused)."""
     if not os.path.lexists(folder):
         return True
-    return (os.path.isdir(folder) and not os.path.islink(folder) and os.stat(folder).st_uid == os.geteuid()
-            and not os.listdir(folder))
+    info = os.lstat(folder)
+    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.geteuid()
+            and not info.st_mode & 0o022 and not os.listdir(folder))
 
 
 def may_become(folder: str) -> None:
@@ -108,8 +110,8 @@ def may_become(folder: str) -> None:
         return
     if not os.path.isdir(folder) or os.path.islink(folder):
         raise CourseError(f"{folder}: not a folder; give --out a folder that does not exist yet")
-    if private.readable_by_others(folder):
-        raise CourseError(f"{folder} exists and other accounts can read it (mode "
+    if private.readable_by_others(folder) or os.stat(folder).st_mode & 0o022:
+        raise CourseError(f"{folder} exists and other accounts can read or write in it (mode "
                           f"{stat.S_IMODE(os.stat(folder).st_mode):04o}), and `course` changes the mode only "
                           "of folders it makes itself: give a folder that does not exist yet (it is made "
                           f"0700, yours alone), or `chmod 700 {folder}` first")

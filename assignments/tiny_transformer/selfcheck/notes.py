@@ -125,7 +125,8 @@ def slow(calls: dict[str, float], per_call: float) -> list[str]:
 def closing(passed: int, failed: int, hidden: str) -> str:
     """The self-check's last line: where the student stands, and what grading adds."""
     if failed:
-        return (f"{passed} public checks passed, {failed} failed: fix those first. "
+        return (f"{passed} public check{'s' if passed != 1 else ''} passed, {failed} failed: fix "
+                f"{'those' if failed != 1 else 'that'} first. "
                 f"At grading {hidden} hidden checks also run, with inputs you have not seen.")
     return (f"all {passed} public checks pass, so every number the notebook states and "
             f"every rule it gives is met; only the unpredictable inputs are left: at grading {hidden} "
