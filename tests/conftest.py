@@ -10,9 +10,10 @@ from autograder.course import config
 
 # `make test` runs the files on two processes (pytest-xdist, --dist loadfile, in this order): the
 # longest first, as measured, so that neither process is left with one of them at the end.
-LONGEST_FIRST = ("test_hostile.py", "test_mutants.py", "test_hub.py", "test_bench.py", "test_batch.py",
-                 "test_handin_paths.py", "test_nbgrader_paths.py", "test_accounts.py", "test_cluster.py",
-                 "test_browser.py", "test_late.py", "test_pipeline.py", "test_part_independence.py")
+LONGEST_FIRST = ("test_hub.py", "test_mutants.py", "test_hostile.py", "test_bench.py", "test_batch.py",
+                 "test_browser.py", "test_cluster.py", "test_nbgrader_paths.py", "test_handin_paths.py",
+                 "test_accounts.py", "test_tutorial.py", "test_late.py", "test_pipeline.py", "test_selfcheck.py",
+                 "test_folders.py", "test_part_independence.py")
 
 
 @pytest.fixture(scope="session")
