@@ -19,7 +19,7 @@ from traitlets.utils.importstring import import_item
 
 from autograder.nbgrader import settings, staging
 from autograder.records import store
-from autograder.release import selfcheck_kit
+from autograder.nbgrader import selfcheck_kit
 from autograder.nbgrader.preprocessors import (AddSelfCheckKit, ApplyResults, Refuse, RestoreCells,
                                                SanitizeMarkdown)
 from autograder.records.results import Submission

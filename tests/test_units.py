@@ -16,7 +16,7 @@ import pytest
 from autograder.grade import discovery, grading, suites, versions
 from autograder.records import store
 from autograder.records.results import Check, PartResult, Submission
-from autograder.release import selfcheck_kit
+from autograder.nbgrader import selfcheck_kit
 from selfcheck.program import program
 
 

@@ -1,7 +1,7 @@
 """Release: solutions/ -> assignments/ through nbgrader, plus the self-check kit.
 
 ``nbgrader generate_assignment`` strips the solutions and copies the public
-tests; then each released folder gets the self-check kit (:mod:`autograder.release.selfcheck_kit`),
+tests; then each released folder gets the self-check kit (:mod:`autograder.nbgrader.selfcheck_kit`),
 so ``pytest`` works there with nothing else installed but numpy and pytest. Points are written into the
 solution notebooks from course.yaml first, so course.yaml stays the only
 place they are set (nbgrader reads them from ``solutions/``, its source
@@ -19,7 +19,7 @@ import shutil
 import tempfile
 
 from autograder.course.config import Assignment, ConfigError, Course
-from autograder.release import selfcheck_kit
+from autograder.nbgrader import selfcheck_kit
 from selfcheck.program import is_solution, read_notebook, source
 
 MARKERS = re.compile(r"BEGIN SOLUTION|END SOLUTION|BEGIN HIDDEN TESTS|END HIDDEN TESTS")

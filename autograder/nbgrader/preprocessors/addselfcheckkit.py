@@ -1,5 +1,5 @@
 """The self-check kit in nbgrader's own generate_assignment (the command, formgrader's Generate
-button), so its release is the one ``course release`` makes (:mod:`autograder.release.selfcheck_kit`)."""
+button), so its release is the one ``course release`` makes (:mod:`autograder.nbgrader.selfcheck_kit`)."""
 
 from nbformat import NotebookNode
 from nbgrader.coursedir import CourseDirectory
@@ -7,7 +7,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
 from autograder.course import config
-from autograder.release import selfcheck_kit
+from autograder.nbgrader import selfcheck_kit
 
 
 class AddSelfCheckKit(NbGraderPreprocessor):
