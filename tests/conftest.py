@@ -1,6 +1,7 @@
 """Shared fixtures: the course, and one demo cohort graded once through the real nbgrader."""
 
 import os
+import re
 import shutil
 
 import pytest
@@ -12,7 +13,7 @@ from autograder.course import config
 # longest first, as measured, so that neither process is left with one of them at the end.
 LONGEST_FIRST = ("test_hub.py", "test_mutants.py", "test_hostile.py", "test_bench.py", "test_batch.py",
                  "test_browser.py", "test_cluster.py", "test_nbgrader_paths.py", "test_handin_paths.py",
-                 "test_accounts.py", "test_tutorial.py", "test_late.py", "test_pipeline.py", "test_selfcheck.py",
+                 "test_accounts.py", "test_tutorial.py", "test_types.py", "test_late.py", "test_pipeline.py", "test_selfcheck.py",
                  "test_folders.py", "test_part_independence.py")
 
 
@@ -100,6 +101,18 @@ def release_copy(course, tmp_path):
                         ignore=shutil.ignore_patterns("__pycache__"))
         return dest
     return make
+
+
+_ALL_SLOW = re.compile(r"^pytestmark = \[?pytest\.mark\.slow\b", re.M)
+
+
+def pytest_ignore_collect(collection_path, config):
+    """`make check` (``-m "not slow"``) does not import a file whose every test is slow: its imports
+    (nbgrader's apps, Dask, Playwright) were half of that run."""
+    if config.option.markexpr == "not slow" and collection_path.suffix == ".py" \
+            and collection_path.name.startswith("test_"):
+        return bool(_ALL_SLOW.search(collection_path.read_text(encoding="utf-8"))) or None
+    return None
 
 
 def pytest_configure(config):

@@ -102,6 +102,7 @@ def test_the_course_folder_and_its_grading_folders_are_course_folders(course, tm
     assert folders.is_course_folder(course, str(tmp_path / "old")) and folders.keeps_private(str(tmp_path / "old"))
 
 
+@pytest.mark.slow
 def test_an_existing_folder_becomes_a_grading_folder_with_its_mode_kept(course, tmp_path):
     """A folder no other account can read may be named by --out: it is made a grading folder, and
     neither that nor any nbgrader command in it changes its mode."""
@@ -217,6 +218,7 @@ def test_ctrl_c_in_any_stage_says_what_to_run_and_leaves_no_scratch(course, tmp_
 
 # --- what an instructor types ------------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.parametrize("step", [["collect", "attention"], ["release_feedback", "attention"]])
 def test_nbgrader_after_a_course_yaml_typo_says_its_one_line_only(course_copy, step):
     """nbgrader's exchange steps in the course folder stop at course.yaml's one line: nbgrader's

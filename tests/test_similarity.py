@@ -13,6 +13,7 @@ import time
 import tokenize
 
 import numpy as np
+import pytest
 
 from autograder.mistakes import cohort
 from autograder.records.results import Submission
@@ -159,6 +160,7 @@ def test_renaming_reordering_and_comments_change_no_fingerprint(course):
     assert original.prints and original.prints.keys() == copied.prints.keys()
 
 
+@pytest.mark.slow
 def test_a_copy_is_flagged_wherever_grading_finds_it(course, tmp_path):
     """The copy hidden where only grading looked (in a cell added after each solution cell, with
     the solution flag off, after a 100,000-character comment, with the stub again under the same
@@ -175,6 +177,7 @@ def test_a_copy_is_flagged_wherever_grading_finds_it(course, tmp_path):
     assert found["similarity group"] == {" & ".join(copies)}
 
 
+@pytest.mark.slow
 def test_three_students_sharing_one_copy_are_flagged_as_one_group(course, tmp_path):
     """Three hand-ins of one copy among honest work are a group, however small the class."""
     assignment = course.assignment("attention")
@@ -187,6 +190,7 @@ def test_three_students_sharing_one_copy_are_flagged_as_one_group(course, tmp_pa
     assert found["similarity"] == {"anna & ben", "anna & chloe", "ben & chloe"}
 
 
+@pytest.mark.slow
 def test_each_hand_in_is_read_once_for_the_comparison_and_again_once_it_changes(course, tmp_path, monkeypatch):
     """The cohort report keeps each hand-in's fingerprints in the grading folder: made again, it
     reads no notebook and flags the same copy; a changed notebook is read again, and it alone."""
@@ -210,6 +214,7 @@ def test_each_hand_in_is_read_once_for_the_comparison_and_again_once_it_changes(
     assert flagged() == [] and read == ["ben"]
 
 
+@pytest.mark.slow
 def test_what_a_large_share_of_the_class_or_the_known_solutions_hold_is_no_evidence(course):
     """A copy held by a tenth of a large class is the obvious way to write it; one held by ten
     is not; two hand-ins of a catalogued correct variant wrote it a known way."""
@@ -235,6 +240,7 @@ def test_what_a_large_share_of_the_class_or_the_known_solutions_hold_is_no_evide
     assert len(similarity.compare(twins, course.similarity_threshold)) == 1     # alike indeed, but known
 
 
+@pytest.mark.slow
 def test_in_the_whole_catalogue_only_the_planted_copy_is_flagged(course):
     """A cohort of the reference, every catalogued mistake and every correct variant (each the
     reference with some cells of its own) and one distinctive solution with its near-copy: that
@@ -287,6 +293,7 @@ def test_the_side_by_side_view_marks_the_lines_that_match(course):
     assert any("my_" in b.lines[key] for key in in_b)          # the student's own names, as handed in
 
 
+@pytest.mark.slow
 def test_three_hundred_submissions_compare_in_seconds(course):
     """300 hand-ins drawn from the catalogue, nothing known (so passages are shared by a few, by
     many, by all), fingerprinted and compared through the index."""
@@ -329,6 +336,7 @@ def test_too_much_code_is_listed_not_compared_and_deep_code_still_counts():
     assert len(plain.prints.keys() & nested.prints.keys()) >= 0.8 * len(plain.prints)
 
 
+@pytest.mark.slow
 def test_a_hand_in_running_code_it_builds_at_run_time_is_listed_for_a_person(course, tmp_path):
     """Code made at run time (here from character codes) cannot be compared without running it:
     such a hand-in is listed as not compared, with the reason, and the rest are compared."""
@@ -342,6 +350,7 @@ def test_a_hand_in_running_code_it_builds_at_run_time_is_listed_for_a_person(cou
     assert found["similarity"] == {"copier & original"}, found
 
 
+@pytest.mark.slow
 def test_a_hand_in_graded_from_another_folder_is_still_compared(course, tmp_path):
     """A late hand-in graded from a folder of its own must not hide the class's copies: the others
     are read from the grading folder's staged copies, and the cells course.yaml grades are part of

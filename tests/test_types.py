@@ -16,7 +16,7 @@ NOT_YET: set[str] = set()
 
 def test_the_grader_and_the_self_check_kit_type_check():
     run = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
-    assert "No module named mypy" not in run.stderr, "the type checker is missing: pip install -e '.[types]'"
+    assert "No module named mypy" not in run.stderr, "the type checker is missing: pip install -e '.[check]'"
     assert run.returncode == 0, run.stdout + run.stderr
 
 
