@@ -8,6 +8,7 @@ import pytest
 import yaml
 
 from autograder.course import config
+from autograder.course.late_rules import Grace, LatePolicy, PerStartedDay, ZeroAfter
 
 
 @pytest.fixture
@@ -171,7 +172,8 @@ def test_due_dates_late_policy_and_extensions_load_in_utc(course_copy):
     course = config.load(str(edit(course_copy, change)))
     assert course.assignments[0].due.isoformat() == "2026-12-08T23:59:00"
     assert course.assignments[1].due is None
-    assert course.late == config.LatePolicy(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5, zero_after_days=7)
+    assert course.late == LatePolicy((PerStartedDay(penalty_per_day=0.1, max_penalty=0.5),
+                                      ZeroAfter(zero_after_days=7), Grace(grace_minutes=15)))
     assert course.extensions["alice"]["attention"].isoformat() == "2026-12-10T23:59:00"
     assert config.load().late is None and config.load().extensions == {}
 

@@ -49,7 +49,7 @@ def test_the_reference_is_made_from_the_code():
         import course_reference
     finally:
         sys.path.pop(0)
-    from autograder.course import config
+    from autograder.course import config, late_rules
     commands = course_reference.commands_md()
     parser = course_reference.course_parser()
     _, subs = course_reference._subcommands(parser)
@@ -61,7 +61,7 @@ def test_the_reference_is_made_from_the_code():
                     assert flag in commands, (name, flag)
     keys = course_reference.course_yaml_md()
     import dataclasses
-    for cls in (config.Course, config.Assignment, config.Part, config.LatePolicy, config.ClusterTLS):
+    for cls in (config.Course, config.Assignment, config.Part, config.ClusterTLS, *late_rules.RULES):
         for f in dataclasses.fields(cls):
             if not f.metadata.get("loaded"):
                 assert f.metadata.get("doc"), f"{cls.__name__}.{f.name} says nothing of its key"

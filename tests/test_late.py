@@ -3,6 +3,7 @@ on-time, late, within-grace, extended and very late hand-ins, its exports, nbgra
 autograde, and a deadline moved and an extension granted mid-term, then regraded."""
 
 import csv
+import dataclasses
 import datetime
 import json
 import os
@@ -14,13 +15,14 @@ import yaml
 
 from autograder import cli
 from autograder.course import config, late
-from autograder.course.config import LatePolicy
+from autograder.course.late_rules import Grace, LatePolicy, LateRule, PerStartedDay, ZeroAfter
 from autograder.grade import submission_time
 from autograder.mistakes import cohort
 from autograder.records import store
 
 BIN = os.path.dirname(sys.executable)
-POLICY = LatePolicy(grace_minutes=15, penalty_per_day=0.1, max_penalty=0.5, zero_after_days=7)
+POLICY = LatePolicy((PerStartedDay(penalty_per_day=0.1, max_penalty=0.5), ZeroAfter(zero_after_days=7),
+                     Grace(grace_minutes=15)))
 DUE = datetime.datetime(2026, 12, 8, 23, 59)
 HOUR = datetime.timedelta(hours=1)
 DAY = datetime.timedelta(days=1)
@@ -36,6 +38,50 @@ COHORT = {"ontime": (DUE - HOUR, 0.0), "grace": (DUE + datetime.timedelta(minute
 def test_the_penalty_is_a_share_per_started_day_with_grace_cap_and_cut_off(seconds, share):
     assert late.fraction(POLICY, seconds) == pytest.approx(share)
     assert late.points_taken(POLICY, seconds, 7.0) == round(7.0 * share, 3)
+
+
+def test_the_policy_says_its_rules_in_one_line_and_a_grace_alone_takes_nothing():
+    assert POLICY.words() == "10% per started day late, at most 50%; 0 after 7 days; 15 minutes' grace"
+    assert LatePolicy((Grace(grace_minutes=15),)).words() == "no late penalty"
+    assert LatePolicy((ZeroAfter(zero_after_days=2),)).fraction(2 * 86400 + 1) == 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class FirstHour(LateRule):
+    """A rule a course might add: the first hour late costs a fixed share, whatever comes after."""
+    first_hour_penalty: float = dataclasses.field(default=0.0, metadata={"doc": "lost in the first hour late"})
+
+    def apply(self, seconds_late, share):
+        return self.first_hour_penalty if seconds_late <= 3600 else share
+
+    def words(self):
+        return f"{self.first_hour_penalty:.0%} in the first hour"
+
+
+def test_a_new_late_rule_is_one_class(course_copy, monkeypatch):
+    """Added to RULES, a class is a key of course.yaml, applies in its place, is said in every
+    export's words and has its row in the reference page; nothing else changes."""
+    from autograder.course import late_rules
+    monkeypatch.setattr(late_rules, "RULES", (PerStartedDay, FirstHour, ZeroAfter, Grace))
+
+    def change(raw):
+        raw["assignments"]["attention"]["due"] = DUE.isoformat() + "+00:00"
+        raw["late"] = {"penalty_per_day": 0.1, "first_hour_penalty": 0.05, "grace_minutes": 15}
+    other = course_copy(change)
+    found = late.assess(other, "bob", "attention", (DUE + datetime.timedelta(minutes=30)).isoformat(), 8.0)
+    assert found.fraction == 0.05 and found.points == 0.4
+    assert found.rule == "10% per started day late, at most 100%; 5% in the first hour; 15 minutes' grace"
+    assert late.assess(other, "bob", "attention", (DUE + 2 * HOUR).isoformat(), 8.0).fraction == 0.1
+    assert late.assess(other, "bob", "attention", (DUE + datetime.timedelta(minutes=10)).isoformat(), 8.0).points == 0
+    sys.path.insert(0, os.path.join(config.ROOT, "docs", "_ext"))
+    try:
+        import course_reference
+    finally:
+        sys.path.pop(0)
+    assert "| `late.first_hour_penalty` | number | `0.0` | lost in the first hour late |" in course_reference.course_yaml_md()
+    with pytest.raises(config.ConfigError, match=r"late.weekend_penalty: unknown key \(allowed: penalty_per_day, "
+                                                 r"max_penalty, first_hour_penalty, zero_after_days, grace_minutes\)"):
+        course_copy(lambda raw: raw["late"].update(weekend_penalty=1))
 
 
 def test_no_policy_no_due_date_or_no_time_is_never_a_penalty(course):

@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints
 
+from autograder.course.late_rules import LatePolicy, policy as _late_policy
 from autograder.course.yaml_file import read as _read
 from autograder.errors import ConfigError
 from selfcheck.limits import Limits
@@ -83,17 +84,6 @@ class Assignment:
         return {cell for used in part.uses for cell in self.part(used).cells}
 
 
-@dataclass(kw_only=True)
-class LatePolicy:
-    """What a late hand-in loses (autograder/course/late.py applies it)."""
-    grace_minutes: float = field(default=0.0, metadata=_doc("up to this many minutes late counts as on time"))
-    penalty_per_day: float = field(default=0.0, metadata=_doc(
-        "the fraction of the points earned (0 to 1) lost per started day late"))
-    max_penalty: float = field(default=1.0, metadata=_doc("never more than this fraction (0 to 1) is lost"))
-    zero_after_days: float | None = field(default=None, metadata=_doc(
-        "a hand-in later than this many days earns 0; without it, no cut-off"))
-
-
 @dataclass
 class ClusterTLS:
     """What `course grade` shows a Dask cluster: the cluster's CA certificate, its own certificate and key."""
@@ -123,7 +113,8 @@ class Course:
     db_url: str | None = field(default=None, metadata=_doc(
         "nbgrader's gradebook as an SQLAlchemy URL, ${VARIABLE}s read from the environment; "
         "without it gradebook.db in the grading folder"))
-    late: LatePolicy | None = field(default=None, metadata=_doc("the late policy; without it a late hand-in loses nothing"))
+    late: LatePolicy | None = field(default=None, metadata=_doc(
+        "the late policy, its rules' keys below; without it a late hand-in loses nothing"))
     extensions: dict[str, dict[str, datetime.datetime]] = field(default_factory=dict, metadata=_doc(
         "a student's own due date per assignment, never before the assignment's",
         yaml="mapping: student id → assignment id → ISO 8601 date and time"))
@@ -282,19 +273,6 @@ def _when(where, value):
     return value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
 
 
-def _late(where, raw):
-    """The late policy: fractions between 0 and 1, a grace and a cut-off not below 0."""
-    _fields_keys(where, raw, LatePolicy)
-    values = {key: float(_number(f"{where}.{key}", value)) for key, value in raw.items()
-              if not (key == "zero_after_days" and value is None)}
-    for key in ("penalty_per_day", "max_penalty"):
-        if values.get(key, 0) > 1:
-            raise ConfigError(f"{where}.{key}: a fraction of the points earned, at most 1, got {values[key]:g}")
-    if values.get("zero_after_days") == 0:
-        raise ConfigError(f"{where}.zero_after_days: must be > 0 (leave it out for no cut-off)")
-    return LatePolicy(**values)
-
-
 def _extensions(where, raw, assignments):
     """student -> assignment -> that student's own due date, never before the assignment's."""
     if not isinstance(raw, dict):
@@ -354,7 +332,7 @@ def load(path: str | None = None) -> Course:
     values["assignments"] = [_assignment(f"{name}: assignments.{aid}", aid, spec, root, seen_parts)
                              for aid, spec in raw["assignments"].items()]
     if raw.get("late") is not None:
-        values["late"] = _late(f"{name}: late", raw["late"])
+        values["late"] = _late_policy(f"{name}: late", raw["late"], _number)
     if raw.get("extensions") is not None:
         values["extensions"] = _extensions(f"{name}: extensions", raw["extensions"], values["assignments"])
     return Course(root=root, path=path, **values)

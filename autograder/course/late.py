@@ -1,27 +1,27 @@
 """Late hand-ins: each student's due date, and what a late hand-in loses.
 
-course.yaml gives the policy (``late:``), each assignment's ``due:`` and each student's
-``extensions:``; a hand-in's time is the one collect recorded (:mod:`autograder.grade.submission_time`),
-which its student cannot choose. The penalty is worked out again at every export from that time
-and course.yaml as it is then (:func:`assess`), never kept from an earlier run, so a moved
+course.yaml gives the policy (``late:``, whose rules are the classes of
+:mod:`autograder.course.late_rules`), each assignment's ``due:`` and each student's
+``extensions:``; a hand-in's time is the one collect recorded
+(:mod:`autograder.grade.submission_time`), which its student cannot choose. :func:`assess` gives
+the one verdict, a typed :class:`~autograder.records.results.Lateness`, worked out again at every
+export from that time and course.yaml as it is then, never kept from an earlier run, so a moved
 deadline or a new extension is right everywhere at the next `course regrade` or `course export`
-without any suite running again. nbgrader's own autograde takes its penalty from
-:func:`points_taken` too (:class:`autograder.nbgrader.preprocessors.CourseLatePenalties`).
+without any suite running again; nbgrader's own autograde takes it too
+(:class:`autograder.nbgrader.preprocessors.CourseLatePenalties`).
 """
 
 from __future__ import annotations
 
 import datetime
-import math
 from typing import TYPE_CHECKING
 
 from autograder.records.results import Lateness
 
 if TYPE_CHECKING:
-    from autograder.course.config import Course, LatePolicy
+    from autograder.course.config import Course
+    from autograder.course.late_rules import LatePolicy
     from autograder.records.results import Submission
-
-DAY = 86400.0
 
 
 def due(course: Course, student: str, assignment_id: str) -> tuple[datetime.datetime | None, str]:
@@ -32,30 +32,22 @@ def due(course: Course, student: str, assignment_id: str) -> tuple[datetime.date
     return course.assignment(assignment_id).due, "due"
 
 
-def rule(policy: LatePolicy | None) -> str:
-    """The policy in words, as every export shows it."""
-    if policy is None or (not policy.penalty_per_day and policy.zero_after_days is None):
-        return "no late penalty"
-    words = [f"{policy.penalty_per_day:.0%} per started day late, at most {policy.max_penalty:.0%}"]
-    if policy.zero_after_days is not None:
-        words.append(f"0 after {policy.zero_after_days:g} days")
-    if policy.grace_minutes:
-        words.append(f"{policy.grace_minutes:g} minutes' grace")
-    return "; ".join(words)
-
-
 def fraction(policy: LatePolicy | None, seconds_late: float) -> float:
     """The share of the points earned that a hand-in ``seconds_late`` after its due date loses."""
-    if policy is None or seconds_late <= policy.grace_minutes * 60:
-        return 0.0
-    if policy.zero_after_days is not None and seconds_late > policy.zero_after_days * DAY:
-        return 1.0
-    return min(policy.max_penalty, policy.penalty_per_day * math.ceil(seconds_late / DAY))
+    return policy.fraction(seconds_late) if policy else 0.0
 
 
 def points_taken(policy: LatePolicy | None, seconds_late: float, earned: float) -> float:
     """The points a late hand-in loses: its fraction of what it earned, to three decimals."""
     return round(fraction(policy, seconds_late) * max(earned, 0.0), 3)
+
+
+def forgiven_until(course: Course, student: str, assignment_id: str) -> datetime.datetime | None:
+    """The last moment the student's hand-in loses nothing: their due date and the policy's grace."""
+    deadline, _ = due(course, student, assignment_id)
+    if deadline is None:
+        return None
+    return deadline + datetime.timedelta(seconds=course.late.forgives() if course.late else 0.0)
 
 
 def parse_time(text: str | None) -> datetime.datetime | None:
@@ -73,7 +65,8 @@ def assess(course: Course, student: str, assignment_id: str, submitted_at: str |
         return None
     seconds = (when - deadline).total_seconds()
     return Lateness(due=deadline.isoformat() + "+00:00", due_from=source, submitted=when.isoformat() + "+00:00",
-                    minutes_late=round(seconds / 60, 1), rule=rule(course.late),
+                    minutes_late=round(seconds / 60, 1),
+                    rule=course.late.words() if course.late else "no late penalty",
                     fraction=fraction(course.late, seconds), points=points_taken(course.late, seconds, earned))
 
 

@@ -63,9 +63,8 @@ def totals(course: Course, records: Collection[Submission], gradebook: Mapping |
 def still_open(course: Course, student: str, assignment_id: str, now: datetime.datetime) -> bool:
     """Whether the student may still hand the assignment in without a penalty: its due date (their
     extension's) and the grace are still ahead (UTC, no time zone, as course.yaml's dates are read)."""
-    deadline, _ = late.due(course, student, assignment_id)
-    grace = datetime.timedelta(minutes=course.late.grace_minutes if course.late else 0)
-    return deadline is not None and now <= deadline + grace
+    until = late.forgiven_until(course, student, assignment_id)
+    return until is not None and now <= until
 
 
 def earned(record: Submission, nbgrader: Mapping | None = None) -> float:

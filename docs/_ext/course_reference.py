@@ -202,37 +202,45 @@ def _field_default(f: dataclasses.Field) -> str:
     return "**required**"
 
 
-def _key_table(cls: type, prefix: str) -> list[str]:
-    hints = typing.get_type_hints(cls)
+def _key_table(classes: tuple[type, ...], prefix: str) -> list[str]:
+    """The table of the keys the dataclasses ``classes`` read (a late rule's key without a default
+    is optional all the same: without it the rule is off)."""
     rows = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
-    for f in dataclasses.fields(cls):
-        if f.metadata.get("loaded"):
-            continue
-        key = f.metadata.get("key", f.name)
-        kind = f.metadata.get("yaml") or _type(hints[f.name])
-        doc = f.metadata.get("doc")
-        if not doc:
-            raise RuntimeError(f"{cls.__module__}.{cls.__name__}.{f.name} has no doc in its metadata")
-        rows.append(f"| `{prefix}{key}` | {_cell(kind)} | {_field_default(f)} | {_cell(doc)} |")
+    for cls in classes:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("loaded"):
+                continue
+            key = f.metadata.get("key", f.name)
+            kind = f.metadata.get("yaml") or _type(hints[f.name])
+            doc = f.metadata.get("doc")
+            if not doc:
+                raise RuntimeError(f"{cls.__module__}.{cls.__name__}.{f.name} has no doc in its metadata")
+            default = _field_default(f)
+            if prefix == "late." and default == "**required**":
+                default = "—"
+            rows.append(f"| `{prefix}{key}` | {_cell(kind)} | {default} | {_cell(doc)} |")
     return rows
 
 
 def course_yaml_md() -> str:
-    from autograder.course import config
+    from autograder.course import config, late_rules
     from selfcheck.limits import Limits
     sections = [
-        ("The course", "course-yaml-course", config.Course, "",
+        ("The course", "course-yaml-course", (config.Course,), "",
          "The top level of course.yaml."),
-        ("`limits:`", "course-yaml-limits", Limits, "limits.",
+        ("`limits:`", "course-yaml-limits", (Limits,), "limits.",
          "What a student's code may use, at grading and in the released self-check alike."),
-        ("An assignment", "course-yaml-assignment", config.Assignment, "assignments.ID.",
+        ("An assignment", "course-yaml-assignment", (config.Assignment,), "assignments.ID.",
          "Each entry of `assignments:`, under its id."),
-        ("A part", "course-yaml-part", config.Part, "assignments.ID.parts.PART.",
+        ("A part", "course-yaml-part", (config.Part,), "assignments.ID.parts.PART.",
          "Each entry of an assignment's `parts:`, under the part's id (lower-case letters, digits and `_`, "
          "starting with a letter; a part belongs to one assignment)."),
-        ("`late:`", "course-yaml-late", config.LatePolicy, "late.",
-         "The course's one late policy (autograder/course/late.py applies it)."),
-        ("`cluster_tls:`", "course-yaml-cluster-tls", config.ClusterTLS, "cluster_tls.",
+        ("`late:`", "course-yaml-late", late_rules.RULES, "late.",
+         "The course's one late policy: each key belongs to one rule (a class of "
+         "autograder/course/late_rules.py: " + ", ".join(f"`{r.__name__}`" for r in late_rules.RULES)
+         + "), which applies when any of its keys is given, in that order."),
+        ("`cluster_tls:`", "course-yaml-cluster-tls", (config.ClusterTLS,), "cluster_tls.",
          "The client's credentials for the Dask cluster."),
     ]
     lines: list[str] = []
