@@ -139,9 +139,9 @@ ENTRIES = {"autograder.cli": {"autograder.__main__"}, "autograder.commands": {"a
            "autograder.pipeline": {"autograder.commands"}, "autograder.status": {"autograder.commands", "autograder.pipeline"}}
 
 
-def test_no_module_of_the_grader_is_over_400_lines():
-    long = {name: n for name, path in MODULES.items() if _under(name, "autograder")
-            and (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+def test_no_module_of_the_grader_or_the_self_check_kit_is_over_400_lines():
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
     assert not long, f"split these along their seams: {long}"
 
 

@@ -326,7 +326,8 @@ def test_a_long_array_is_shown_from_where_it_differs():
 def test_numpy_s_shape_errors_are_named_in_the_check_cell_too():
     """The check cell runs the notebook's functions in the kernel: a matmul whose shapes do not line up
     gets the same diagnosis there as in `pytest` and at grading, from the exception itself."""
-    from selfcheck.student import LocalStudent, StudentError
+    from selfcheck.errors import StudentError
+    from selfcheck.local_student import LocalStudent
 
     def combine(heads, W_o):
         return np.mean(heads, axis=0) @ W_o

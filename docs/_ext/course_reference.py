@@ -265,6 +265,7 @@ def outputs_md() -> str:
 # the modules whose constants bound what a hand-in or a student's process may do
 BOUNDS = (
     ("selfcheck.student", "the student's process"),
+    ("selfcheck.process", "the student's process, started and read"),
     ("selfcheck.wire", "what crosses from the student's process"),
     ("selfcheck.program", "a notebook, before any sandbox"),
     ("autograder.sandbox.jails", "the sandbox's disk"),

@@ -318,7 +318,7 @@ def arrays(student: Any, name: str, *args: Any, what: str, pair: bool = False) -
     """Call ``name`` with plain lists, as the notebooks allow, and check it returns a numpy array
     (with ``pair``, two of them); returns its answer. A call that fails is named a list problem
     only when the same call with arrays works."""
-    from selfcheck.student import StudentError
+    from selfcheck.errors import StudentError
     try:
         got = getattr(student, name)(*args)
     except StudentError as exc:

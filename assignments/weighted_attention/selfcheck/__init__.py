@@ -46,7 +46,7 @@ def _run(tests, student):
     mistake) for each test."""
     from selfcheck import notes
     from selfcheck.checks import CheckFailed, label
-    from selfcheck.student import StudentError
+    from selfcheck.errors import StudentError
 
     for name, fn in tests:
         what = label(getattr(fn, "func", fn).__doc__ or name, getattr(fn, "keywords", None))
@@ -72,7 +72,7 @@ def check(part: str, folder: str = ".") -> None:
 
     from selfcheck import manifest, notes
     from selfcheck.program import NotebookError, read_notebook
-    from selfcheck.student import LocalStudent
+    from selfcheck.local_student import LocalStudent
 
     info = manifest.read(folder)
     tests = {p["id"]: os.path.join(folder, p["tests"]) for p in info["parts"]}
