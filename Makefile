@@ -81,10 +81,11 @@ browser:
 	  echo "NO BROWSER: chromium is not installed; the browser tests will be skipped"
 
 # Two processes, a test file each at a time, the longest files first (tests/conftest.py): the
-# slow files wait on timeouts, browsers and accounts as much as they compute. The documentation
-# is built first (`make docs`), so that CI, which runs `make test`, fails on a broken page too.
+# slow files wait on timeouts, browsers and accounts as much as they compute; the 20 slowest
+# tests are listed at the end. The documentation is built first (`make docs`), so that CI, which
+# runs `make test`, fails on a broken page too.
 test: $(EXTRAS) sandbox postgres browser proxy docs
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder tests
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=20 tests
 
 # The fast tests only (no kernels or graded cohorts), the type check and the documentation
 # (`make docs`, incremental): under 30 seconds, for every edit. Two processes: the type check,
