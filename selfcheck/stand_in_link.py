@@ -12,7 +12,7 @@ class StandInLink:
 
     def __init__(self, factory: Any, names: list[str]) -> None:
         self._factory, self._names = factory, names
-        self._ours: list[int] = []       # handed to the stand-ins' process when it starts
+        self._their_ends: list[int] = []       # the stand-ins' ends of the pipes, handed over when it starts
         self._process: Any = None
         self._base = 0.0                 # its CPU seconds when it was ready
 
@@ -22,18 +22,18 @@ class StandInLink:
         self.close()
         to_r, to_w = os.pipe()
         back_r, back_w = os.pipe()
-        self._ours = [to_r, back_w]
+        self._their_ends = [to_r, back_w]
         return [to_w, back_r]
 
     def start(self) -> dict:
         """The student's code called another part's function for the first time: the reply to send."""
-        if not self._ours:
+        if not self._their_ends:
             return {"ok": False, "error": "no other part's functions are answered here"}
-        self._process = self._factory.start(tuple(self._ours), self._names)
+        self._process = self._factory.start(tuple(self._their_ends), self._names)
         self._base = self._process.cpu_seconds() or 0.0
-        for fd in self._ours:
+        for fd in self._their_ends:
             os.close(fd)
-        self._ours = []
+        self._their_ends = []
         return {"ok": True}
 
     def cpu_seconds(self) -> float:
@@ -50,6 +50,6 @@ class StandInLink:
         if self._process is not None:
             self._process.close()
             self._process = None
-        for fd in self._ours:
+        for fd in self._their_ends:
             os.close(fd)
-        self._ours = []
+        self._their_ends = []
