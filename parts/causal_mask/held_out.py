@@ -87,17 +87,6 @@ def masked_softmax(scores, mask):
         scores = scores.astype(float)
     return softmax(np.where(mask, scores, -np.inf), axis=2)
 """}},
-    "bool-mask-added-qwen3": {"mistake": "mask-fill-not-minus-inf",
-        "source": "huggingface/transformers@https://github.com/huggingface/transformers/pull/41443:"
-                  "src/transformers/models/qwen3/modeling_qwen3.py — eager_attention_forward added a boolean "
-                  "attention_mask to the scores (True = 1, False = 0) instead of -inf where blocked",
-        "cells": {"masked_softmax": """
-def masked_softmax(scores, mask):
-    scores = np.asarray(scores)
-    if not np.issubdtype(scores.dtype, np.floating):
-        scores = scores.astype(float)
-    return softmax(scores + mask, axis=-1)
-"""}},
     "additive-mask-for-a-boolean-one-tinytorch": {"mistake": "mask-not-boolean",
         "source": "harvard-edge/cs249r_book@https://github.com/harvard-edge/cs249r_book/pull/1785:"
                   "tinytorch/src/13_transformers/13_transformers.py — GPT._create_causal_mask built an additive "

@@ -111,14 +111,4 @@ def entropy_bits(p):
     p = p[p > 0]
     return float(np.sum(p * np.log2(p)))
 """}},
-    "softmax-max-started-at-zero-nnlib": {"mistake": "softmax-shift-floored-at-zero",
-        "source": "FluxML/NNlib.jl@https://github.com/FluxML/NNlib.jl/pull/43:src/softmax.jl — the running maximum "
-                  "started at 0, so max(0, max z) was subtracted and a row of large negative scores gave 0/0 = nan",
-        "cells": {"softmax": """
-def softmax(z, axis=-1):
-    z = np.asarray(z, dtype=float)
-    top = np.maximum(np.max(z, axis=axis, keepdims=True), 0.0)    # the running maximum starts at 0
-    e = np.exp(z - top)
-    return e / np.sum(e, axis=axis, keepdims=True)
-"""}},
 }

@@ -56,10 +56,11 @@ def test_softmax_large_random_scores(student, reference):
     z = RNG.normal(0, 1, size=(4, 7)) * 50 + 2000
     close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False, scale=2100,
           mistakes=[("softmax-no-max-shift", "exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
-    z = -z
+    z = -z      # large positive scores passed: a shift that fails here stops at 0 on its way down
     close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False, scale=2100,
-          mistakes=[("softmax-no-max-shift", "exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
-                     naive_softmax(z))])
+          mistakes=[("softmax-shift-floored-at-zero", "large positive scores work but large negative ones underflow to "
+                     "0 / 0 = nan: the shift stopped at 0 (a maximum started at 0, or np.maximum(..., 0)); subtract each "
+                     "slice's own maximum, also when it is negative", naive_softmax(z))])
 
 
 def test_softmax_rows_at_different_scales(student, reference):

@@ -188,10 +188,10 @@ def equal(got: Any, expected: Any, what: str, *, source: str | None = None, reve
     if source:
         wanted += f" ({source})"
     text = f"{what}: {wanted}, got {fmt(got, 0) if np.ndim(got) else _plain(got)}."
-    for key, description, value in mistakes:
-        if np.shape(got) == np.shape(value) and bool(np.all(np.asarray(got) == value)):
-            raise CheckFailed(text, description, key)
-    raise CheckFailed(text)
+    named = [(key, description) for key, description, value in mistakes
+             if value is not None and np.shape(got) == np.shape(value) and bool(np.all(np.asarray(got) == value))]
+    raise CheckFailed(text, "; or ".join(dict.fromkeys(text for _, text in named)) or None,
+                      " or ".join(dict.fromkeys(key for key, _ in named)) or None)
 
 
 def _plain(value):
@@ -252,13 +252,17 @@ def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",
     right = d_k ** 0.5
     if found is None or abs(found - right) <= 1e-3 * right:
         return None
-    names = [(1.0, "not divided at all"), (float(d_k), f"divided by {width} = {d_k}")]
-    names += [(size ** 0.5, f"divided by sqrt({name.replace('_', ' ')}) = sqrt({size})")
+    names = [(1.0, "not divided at all", "scores-not-scaled"),
+             (float(d_k), f"divided by {width} = {d_k}", "scores-divided-by-width"),
+             (2.0 / d_k, f"multiplied by {width} / 2 = {d_k / 2:g} ({width} ** 1 / 2 is ({width} ** 1) / 2)",
+              "scores-scaled-wrongly"),
+             (1.0 / right, f"multiplied by sqrt({width}) (divided by {width} ** -0.5) instead of divided by it",
+              "scores-scaled-wrongly")]
+    names += [(size ** 0.5, f"divided by sqrt({name.replace('_', ' ')}) = sqrt({size})", "scores-scaled-wrongly")
               for name, size in others.items()]
-    named = [text for value, text in names if abs(found - value) <= 1e-3 * value]
-    what = "; or ".join(named) if named else f"divided by {found:.4g}"
-    key = {names[0][1]: "scores-not-scaled", names[1][1]: "scores-divided-by-width"}.get(
-        named[0] if len(named) == 1 else "", "scores-scaled-wrongly")
+    named = [(text, key) for value, text, key in names if abs(found - value) <= 1e-3 * value]
+    what = "; or ".join(text for text, _ in named) if named else f"divided by {found:.4g}"
+    key = " or ".join(dict.fromkeys(key for _, key in named)) or "scores-scaled-wrongly"
     return key, (f"the scores were {what}: divide them by the square root of the width {width}, "
                  f"sqrt({d_k}) = {right:.4g}")
 
