@@ -96,4 +96,41 @@ def causal_mask(n):
     future = np.triu(np.ones((n, n)), k=1)
     return np.where(future == 1, -np.inf, 0.0)      # -inf blocks, 0 lets through
 """}},
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "mask-fill-where-allowed-halonet": {"mistake": "mask-inverted",
+        "source": "lucidrains/halonet-pytorch@https://github.com/lucidrains/halonet-pytorch/issues/4 (fixed in PR #6) — "
+                  "sim.masked_fill_(mask, -inf) with a mask that was True where attending is allowed",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(np.where(np.asarray(mask, dtype=bool), -np.inf, scores), axis=-1)
+"""}},
+    "scores-times-mask-good-features": {"mistake": "mask-fill-not-minus-inf",
+        "source": "georg-wolflein/good-features@https://github.com/georg-wolflein/good-features/pull/1 — the ABMIL "
+                  "attention multiplied the scores by the binary mask before the softmax, so masked entries counted e^0",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(scores * np.asarray(mask), axis=-1)
+"""}},
+    "mask-starts-one-late-ajhalthor": {"mistake": "mask-off-by-one",
+        "source": "ajhalthor/Transformer-Neural-Network@https://github.com/ajhalthor/Transformer-Neural-Network/issues/15 — "
+                  "the blocked positions started at np.arange(length + 1, ...) instead of length: one position too late",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    blocked = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        blocked[i, np.arange(i + 2, n)] = True       # meant: from i + 1
+    return ~blocked
+"""}},
+    "mask-on-the-query-axis-lsdefine": {"mistake": "mask-transposed",
+        "source": "lsdefine/attention-is-all-you-need-keras@https://github.com/lsdefine/attention-is-all-you-need-keras/issues/16 — "
+                  "the mask was broadcast along the wrong axis, blocking rows (queries) instead of columns (keys)",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(np.where(np.swapaxes(np.asarray(mask), -1, -2), scores, -np.inf), axis=-1)
+"""}},
 }

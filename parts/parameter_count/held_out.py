@@ -49,4 +49,25 @@ MISTAKES = {
                   "a layer's parameters counted as its weights only, the bias left out",
         "cells": {"transformer_parameters": _counting().replace(
             "feed_forward = 2 * d_model * d_ff + (d_ff + d_model) * ffn_bias", "feed_forward = 2 * d_model * d_ff")}},
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "one-norm-per-block-ai-foundations": {"mistake": "count-one-norm-per-block",
+        "source": "google-deepmind/ai-foundations@https://github.com/google-deepmind/ai-foundations/issues/37:"
+                  "course_4/gdm_lab_4_5_reflection_on_trainable_parameters.ipynb — layer_norm_parameter_count = "
+                  "2 * embedding_dim for a block with two layer norms",
+        "cells": {"transformer_parameters": _counting(norms="2 * d_model * layer_norm")}},
+    "positions-left-out-modernbert": {"mistake": "count-without-positions",
+        "source": "AnswerDotAI/ModernBERT@https://github.com/AnswerDotAI/ModernBERT/pull/67 (after nanoGPT's get_num_params) — "
+                  "the count leaves out the absolute position embeddings",
+        "cells": {"transformer_parameters": _counting(embeddings="vocab * d_model")}},
+    "tied-table-counted-in-each-copy-bigscience": {"mistake": "count-tied-output-layer",
+        "source": "bigscience-workshop/Megatron-DeepSpeed@https://github.com/bigscience-workshop/Megatron-DeepSpeed/issues/99 — "
+                  "tied embedding layers exist in two copies (first and last stage) and both were counted",
+        "cells": {"transformer_parameters": _counting(unembedding="vocab * d_model")}},
+    "embedding-and-head-always-aiinfraguide": {"mistake": "count-tied-output-layer",
+        "source": "caomaolufei/AIInfraGuide@https://github.com/caomaolufei/AIInfraGuide/issues/15 — the embedding "
+                  "parameters given as 2 V d_model (embedding plus LM head) whether or not the head is tied",
+        "cells": {"transformer_parameters": _counting(embeddings="2 * vocab * d_model + context * d_model",
+                                                       unembedding="0")}},
 }

@@ -31,4 +31,38 @@ MISTAKES = {
         return self.out(weights @ v)
 ''')},
     # Held-out mistakes taken from real public code (translated to this notebook's signatures).
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "no-projection-after-attention-stevezheng23": {"mistake": "out-not-applied",
+        "source": "stevezheng23/sequence_labeling_tf@https://github.com/stevezheng23/sequence_labeling_tf/pull/83 — the "
+                  "multi-head attention returned the weighted values with no output projection layer",
+        "cells": _forward('''
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))))
+        return weights @ v
+''')},
+    "values-from-the-keys-infinigen": {"mistake": "value-unused",
+        "source": "snu-comparch/InfiniGen@https://github.com/snu-comparch/InfiniGen/issues/5:speedup/uvm/selfattention.py — "
+                  "the value cache was filled with k (self.past_key_value[1] = k), so the keys served as values",
+        "cells": _forward('''
+        v = k
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))))
+        return self.out(weights @ v)
+''')},
+    "queries-and-keys-scaled-up-x-transformers": {"mistake": "scores-scaled-wrongly",
+        "source": "lucidrains/x-transformers@https://github.com/lucidrains/x-transformers/issues/24 — queries and keys "
+                  "each multiplied by dim ** 0.5 by their norms, then the scores by dim ** -0.5: sqrt(dim) times the "
+                  "raw scores instead of 1 / sqrt(dim)",
+        "cells": _forward('''
+        q = q * math.sqrt(self.embed_size)
+        k = k * math.sqrt(self.embed_size)
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * self.embed_size ** -0.5))
+        return self.out(weights @ v)
+''')},
+    "no-causal-mask-entrenar": {"mistake": "no-causal-mask",
+        "source": "paiml/entrenar@https://github.com/paiml/entrenar/issues/310:cuda_block.rs — the row-wise softmax ran "
+                  "over the full score matrix with no causal mask: every token attended to the future",
+        "cells": _forward('''
+        weights = self.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)))
+        return self.out(weights @ v)
+''')},
 }

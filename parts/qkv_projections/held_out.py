@@ -80,4 +80,60 @@ def causal_attention(Q, K, V):
     weights = softmax(np.where(allowed, scores, 1e-9), axis=-1)
     return weights @ V, weights
 """}},
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "softmax-over-the-heads-axis-jadore801120": {"mistake": "softmax-over-heads",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/52 — "
+                  "with every head's scores stacked as (n_head, len_q, len_k) the softmax ran along dim 0, across the heads",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    blocked = np.triu(np.ones((n, n), dtype=bool), k=1)
+    Q, K, V = (np.stack([x @ np.asarray(head[i], dtype=float) for head in heads]) for i in range(3))   # (h, n, d_k)
+    scores = np.where(blocked, -np.inf, Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1]))
+    weights = softmax(scores, axis=0)
+    heads_out = weights @ V
+    return np.concatenate(list(heads_out), axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "heads-reshaped-without-permute-ajhalthor": {"mistake": "heads-merged-without-transpose",
+        "source": "ajhalthor/Transformer-Neural-Network@https://github.com/ajhalthor/Transformer-Neural-Network/pull/4:"
+                  "transformer.py — values (batch, heads, seq, head_dim) reshaped to (batch, seq, heads * head_dim) "
+                  "without the permute",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    values = np.stack([causal_attention(*project_qkv(x, *head))[0] for head in heads])   # (heads, seq, d_v)
+    return values.reshape(x.shape[0], -1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "no-linear-after-concat-kyubyong": {"mistake": "no-output-projection",
+        "source": "Kyubyong/transformer@https://github.com/Kyubyong/transformer/issues/117:modules.py — multihead_attention "
+                  "restored the concatenated heads and returned them with no output projection",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    return np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
+"""}},
+    "output-projection-with-relu-kyubyong": {"mistake": "output-projection-with-activation",
+        "source": "Kyubyong/transformer@https://github.com/Kyubyong/transformer/pull/17:modules.py — the output projection "
+                  "added as tf.layers.dense(outputs, num_units, activation=tf.nn.relu): a ReLU after W_O",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    concat = np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
+    return np.maximum(concat @ np.asarray(W_o, dtype=float), 0.0)
+"""}},
+    "scale-by-embed-size-aladdinpersson": {"mistake": "scores-scaled-wrongly",
+        "source": "aladdinpersson/Machine-Learning-Collection@https://github.com/aladdinpersson/Machine-Learning-Collection/issues/65 — "
+                  "torch.softmax(energy / (self.embed_size ** (1 / 2)), dim=3): the whole width, not head_dim",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, embed_size = x.shape
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        energy = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T, -np.inf)
+        outputs.append(softmax(energy / embed_size ** (1 / 2), axis=-1) @ V)
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
 }

@@ -111,4 +111,54 @@ def entropy_bits(p):
     p = p[p > 0]
     return float(np.sum(p * np.log2(p)))
 """}},
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "attend-softmax-over-a-length-one-axis-keqa": {"mistake": "softmax-wrong-axis",
+        "source": "DEEP-PolyU/KEQA_WSDM19@https://github.com/DEEP-PolyU/KEQA_WSDM19/issues/2:embedding.py — the "
+                  "attention scores had shape (n, 1) and the softmax ran along the axis of length 1, so every weight was 1.0",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    scores = (K @ q / math.sqrt(q.shape[-1]))[:, None]      # one column: (n_keys, 1)
+    alpha = softmax(scores, axis=-1)[:, 0]
+    return alpha, alpha @ V
+"""}},
+    "softmax-exp-of-raw-input-dl4j": {"mistake": "softmax-no-max-shift",
+        "source": "deeplearning4j/deeplearning4j-examples@https://github.com/deeplearning4j/deeplearning4j-examples/issues/730:"
+                  "libnd4j activations.cpp — the new softmax took exp of the raw input along the dimension, without "
+                  "subtracting each row's maximum (nan for large inputs)",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    exponents = np.exp(np.asarray(z, dtype=float))
+    return exponents / exponents.sum(axis=axis, keepdims=True)
+"""}},
+    "softmax-one-max-one-sum-geti": {"mistake": "softmax-global-sum",
+        "source": "open-edge-platform/geti@https://github.com/open-edge-platform/geti/pull/1507:openvino_models.py — "
+                  "numpy_softmax as x = np.exp(x - np.max(x)); x / np.sum(x): one maximum and one sum for the whole array",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    x = np.asarray(z, dtype=float)
+    x = np.exp(x - np.max(x))
+    return x / np.sum(x)
+"""}},
+    "entropy-base-e-slds-lecture": {"mistake": "entropy-in-nats",
+        "source": "slds-lmu/lecture_sl@https://github.com/slds-lmu/lecture_sl/pull/203 — entropy computed with the "
+                  "natural log where the lecture states bits (fixed to base 2)",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    nonzero = p[p > 0]
+    return float(-(nonzero * np.log(nonzero)).sum())
+"""}},
+    "attend-scale-defaults-to-zero-skainet": {"mistake": "scores-scaled-wrongly",
+        "source": "SKaiNET-developers/SKaiNET@https://github.com/SKaiNET-developers/SKaiNET/pull/880 (issue #860) — the "
+                  "scale defaulted to 0 and was applied literally, so every score was multiplied by 0 and the weights "
+                  "came out uniform",
+        "cells": {"attend": """
+def attend(q, K, V, scale=0.0):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = softmax((K @ q) * scale)        # meant: 0 stands for 1 / sqrt(d_k)
+    return alpha, alpha @ V
+"""}},
 }
