@@ -133,4 +133,24 @@ def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
     return softmax(np.where(np.swapaxes(np.asarray(mask), -1, -2), scores, -np.inf), axis=-1)
 """}},
+
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "padding-mask-only-decision-transformer": {"mistake": "mask-sees-future",
+        "source": "kzl/decision-transformer@https://github.com/kzl/decision-transformer/issues/30 — the attention mask "
+                  "was 1 wherever history was present, with no triangle: early positions could see later ones",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    return np.ones((n, n), dtype=bool)      # every position present may be attended to
+"""}},
+    "mask-dropped-for-other-ranks-keras": {"mistake": "mask-argument-ignored",
+        "source": "keras-team/keras@https://github.com/keras-team/keras/issues/23038 — MultiHeadAttention dropped the "
+                  "causal mask on its manual softmax path, taken for inputs that are not rank 4",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim == 4:
+        scores = np.where(mask, scores, -np.inf)
+    return softmax(scores, axis=-1)
+"""}},
 }

@@ -57,17 +57,27 @@ MISTAKES = {
                   "course_4/gdm_lab_4_5_reflection_on_trainable_parameters.ipynb — layer_norm_parameter_count = "
                   "2 * embedding_dim for a block with two layer norms",
         "cells": {"transformer_parameters": _counting(norms="2 * d_model * layer_norm")}},
-    "positions-left-out-modernbert": {"mistake": "count-without-positions",
-        "source": "AnswerDotAI/ModernBERT@https://github.com/AnswerDotAI/ModernBERT/pull/67 (after nanoGPT's get_num_params) — "
-                  "the count leaves out the absolute position embeddings",
-        "cells": {"transformer_parameters": _counting(embeddings="vocab * d_model")}},
     "tied-table-counted-in-each-copy-bigscience": {"mistake": "count-tied-output-layer",
         "source": "bigscience-workshop/Megatron-DeepSpeed@https://github.com/bigscience-workshop/Megatron-DeepSpeed/issues/99 — "
                   "tied embedding layers exist in two copies (first and last stage) and both were counted",
         "cells": {"transformer_parameters": _counting(unembedding="vocab * d_model")}},
-    "embedding-and-head-always-aiinfraguide": {"mistake": "count-tied-output-layer",
-        "source": "caomaolufei/AIInfraGuide@https://github.com/caomaolufei/AIInfraGuide/issues/15 — the embedding "
-                  "parameters given as 2 V d_model (embedding plus LM head) whether or not the head is tied",
-        "cells": {"transformer_parameters": _counting(embeddings="2 * vocab * d_model + context * d_model",
-                                                       unembedding="0")}},
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "norm-weight-only-megatron": {"mistake": "count-one-norm-per-block",
+        "source": "NVIDIA/Megatron-LM@https://github.com/NVIDIA/Megatron-LM/pull/2434 — the theoretical count took a "
+                  "LayerNorm as its weight alone (times 1), where it has a weight and a bias (times 2)",
+        "cells": {"transformer_parameters": _counting(norms="2 * d_model * layer_norm")}},
+    "final-norm-omitted-mlx-node": {"mistake": "count-without-final-norm",
+        "source": "mlx-node/mlx-node@https://github.com/mlx-node/mlx-node/pull/19:crates/mlx-core/src/models/qwen3_5/model.rs — "
+                  "num_parameters() never counted final_norm, which sits outside the per-layer loop",
+        "cells": {"transformer_parameters": _counting().replace(" + 2 * d_model * final_norm", "")}},
+    "linear-biases-always-hkproj": {"mistake": "count-bias-switches-ignored",
+        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/4 — w_q, w_k, w_v "
+                  "(and w_o) built as nn.Linear(d_model, d_model) with their default biases, where the model has none",
+        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model + 4 * d_model")}},
+    "linear-bias-not-counted-exllamav3": {"mistake": "count-without-ffn-biases",
+        "source": "turboderp-org/exllamav3@https://github.com/turboderp-org/exllamav3/pull/194 — the size estimate of a "
+                  "Linear layer counted its weight elements, not its bias",
+        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model").replace(
+            "feed_forward = 2 * d_model * d_ff + (d_ff + d_model) * ffn_bias", "feed_forward = 2 * d_model * d_ff")}},
 }

@@ -52,6 +52,10 @@ def count(vocab, d, layers, heads, d_ff, *, layer_norm=True, ffn_bias=True, qkv_
         embeddings = vocab * d + layers * context * d
     if mistake == "untied_left_out":
         unembedding = 0
+    if mistake == "no_positions":
+        embeddings = vocab * d
+    if mistake == "head_in_embeddings" and tied_unembedding:
+        embeddings = 2 * vocab * d + context * d
     if mistake == "vocab_per_layer":
         embeddings = layers * vocab * d + context * d
     if mistake == "tied_subtracted":
@@ -75,7 +79,8 @@ IDS = {"no_ffn_bias": "count-without-ffn-biases", "ffn_bias_twice_dff": "count-f
        "final_per_layer": "count-final-norm-per-block", "positions_per_layer": "count-positions-per-block",
        "untied_left_out": "count-untied-output-left-out", "no_embeddings": "count-without-embeddings",
        "vocab_per_layer": "count-token-table-per-block", "tied_subtracted": "count-tied-table-subtracted",
-       "matrices_only": "count-block-matrices-only"}
+       "matrices_only": "count-block-matrices-only", "no_positions": "count-without-positions",
+       "head_in_embeddings": "count-tied-output-layer"}
 MISTAKES = {
     "no_ffn_bias": "the feed-forward biases (d_ff + d_model) were left out",
     "ffn_bias_twice_dff": "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
@@ -97,6 +102,9 @@ MISTAKES = {
     "vocab_per_layer": "the token table (vocab x d_model) was counted once per block; there is one, at the input",
     "tied_subtracted": "with a tied output layer the token table was subtracted from the total; it is counted once, "
                        "in the embeddings, and a tied output layer adds nothing",
+    "no_positions": "the learned position table (context x d_model) was left out",
+    "head_in_embeddings": "the output layer was counted in `embeddings` although it is tied to the token table: a "
+                          "tied output layer adds nothing, and `embeddings` holds the token and position tables only",
     "matrices_only": "only the blocks' weight matrices were counted (4 d_model^2 + 2 d_model d_ff per block): no "
                      "biases, no layer norms, and no embeddings in the total",
 }

@@ -123,6 +123,16 @@ MISTAKES = {
     return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
             "per_layer": per_layer, "embeddings": embeddings, "total": n_layers * per_layer}}
 '''}},
+    "positions-left-out-modernbert": {"mistake": "count-without-positions",
+        "source": "AnswerDotAI/ModernBERT@https://github.com/AnswerDotAI/ModernBERT/pull/67 (after nanoGPT's get_num_params) — "
+                  "the count leaves out the absolute position embeddings",
+        "cells": {"transformer_parameters": _counting(embeddings="vocab * d_model")}},
+    "embedding-and-head-always-aiinfraguide": {"mistake": "count-tied-output-layer",
+        "source": "caomaolufei/AIInfraGuide@https://github.com/caomaolufei/AIInfraGuide/issues/15 — the embedding "
+                  "parameters given as 2 V d_model (embedding plus LM head) whether or not the head is tied",
+        "cells": {"transformer_parameters": _counting(embeddings="2 * vocab * d_model + context * d_model",
+                                                       unembedding="0")}},
+
 }
 
 CORRECT = {

@@ -83,20 +83,6 @@ def causal_attention(Q, K, V):
 
     # A second harvest from real public code, measured after the diagnoses above were written and
     # never used to write one.
-    "softmax-over-the-heads-axis-jadore801120": {"mistake": "softmax-over-heads",
-        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/52 — "
-                  "with every head's scores stacked as (n_head, len_q, len_k) the softmax ran along dim 0, across the heads",
-        "cells": {"multi_head_attention": """
-def multi_head_attention(x, heads, W_o):
-    x = np.asarray(x, dtype=float)
-    n = x.shape[0]
-    blocked = np.triu(np.ones((n, n), dtype=bool), k=1)
-    Q, K, V = (np.stack([x @ np.asarray(head[i], dtype=float) for head in heads]) for i in range(3))   # (h, n, d_k)
-    scores = np.where(blocked, -np.inf, Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1]))
-    weights = softmax(scores, axis=0)
-    heads_out = weights @ V
-    return np.concatenate(list(heads_out), axis=-1) @ np.asarray(W_o, dtype=float)
-"""}},
     "heads-reshaped-without-permute-ajhalthor": {"mistake": "heads-merged-without-transpose",
         "source": "ajhalthor/Transformer-Neural-Network@https://github.com/ajhalthor/Transformer-Neural-Network/pull/4:"
                   "transformer.py — values (batch, heads, seq, head_dim) reshaped to (batch, seq, heads * head_dim) "
@@ -114,14 +100,6 @@ def multi_head_attention(x, heads, W_o):
 def multi_head_attention(x, heads, W_o):
     return np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
 """}},
-    "output-projection-with-relu-kyubyong": {"mistake": "output-projection-with-activation",
-        "source": "Kyubyong/transformer@https://github.com/Kyubyong/transformer/pull/17:modules.py — the output projection "
-                  "added as tf.layers.dense(outputs, num_units, activation=tf.nn.relu): a ReLU after W_O",
-        "cells": {"multi_head_attention": """
-def multi_head_attention(x, heads, W_o):
-    concat = np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
-    return np.maximum(concat @ np.asarray(W_o, dtype=float), 0.0)
-"""}},
     "scale-by-embed-size-aladdinpersson": {"mistake": "scores-scaled-wrongly",
         "source": "aladdinpersson/Machine-Learning-Collection@https://github.com/aladdinpersson/Machine-Learning-Collection/issues/65 — "
                   "torch.softmax(energy / (self.embed_size ** (1 / 2)), dim=3): the whole width, not head_dim",
@@ -134,6 +112,58 @@ def multi_head_attention(x, heads, W_o):
         Q, K, V = project_qkv(x, W_q, W_k, W_v)
         energy = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T, -np.inf)
         outputs.append(softmax(energy / embed_size ** (1 / 2), axis=-1) @ V)
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "values-times-weights-bottleneck": {"mistake": "weights-transposed-on-values",
+        "source": "leaderj1001/BottleneckTransformers@https://github.com/leaderj1001/BottleneckTransformers/issues/14 — "
+                  "out = torch.matmul(v, attention) proposed for channels-first values, without the permute of the "
+                  "weights: each output mixes the values with the transposed weights",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n = Q.shape[0]
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / math.sqrt(Q.shape[1]), -np.inf)
+    weights = softmax(scores, axis=-1)
+    return (V.T @ weights).T, weights          # values kept channels-first, (d_v, n)
+"""}},
+    "scale-sign-reversed-maxtext": {"mistake": "scores-scaled-wrongly",
+        "source": "AI-Hypercomputer/maxtext@https://github.com/AI-Hypercomputer/maxtext/issues/1370:MaxText/layers/attentions.py — "
+                  "softmax_scale = qk_head_dim ** -0.5 used as a divisor (the sign of the exponent reversed)",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, softmax_scale = Q.shape[0], Q.shape[1] ** -0.5
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / softmax_scale, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+"""}},
+    "scaled-scores-unused-rabitqcache": {"mistake": "scores-not-scaled",
+        "source": "Sakuraaa0/RaBitQCache@https://github.com/Sakuraaa0/RaBitQCache/pull/1 — scaled_scores = scores / "
+                  "sqrt(head_size) computed, then the softmax applied to the unscaled scores",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n = Q.shape[0]
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T, -np.inf)
+    scaled_scores = scores / math.sqrt(Q.shape[1])
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+"""}},
+    "temper-of-d-model-jadore801120": {"mistake": "scores-scaled-wrongly",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/42 "
+                  "(fixed in 1929a50) — temper = np.power(d_model, 0.5): the scores divided by sqrt(d_model), not sqrt(d_k)",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, temper = x.shape[0], np.power(x.shape[1], 0.5)
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        attn = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / temper, -np.inf), axis=-1)
+        outputs.append(attn @ V)
     return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
 """}},
 }

@@ -66,7 +66,19 @@ def joint_softmax_heads(x, heads):
     return [weights[:, h * n:(h + 1) * n] @ (xs @ wv) for h, (_, _, wv) in enumerate(heads)]
 
 
-def mha(x, heads, W_o, *, order=1, combine="concat", split="slice", project=True, joint=False, **kw):
+def across_heads_softmax(x, heads, fill):
+    """Each head's output when the softmax ran along the heads axis of the stacked (heads, n, n) scores."""
+    xs = np.array(x, dtype=np.float64)
+    n = xs.shape[0]
+    blocked = np.triu(np.ones((n, n), bool), k=1)
+    scores = np.stack([np.where(blocked, fill, (xs @ wq) @ (xs @ wk).T / math.sqrt(np.shape(wq)[1]))
+                       for wq, wk, _ in heads])
+    weights = _softmax(scores, axis=0)
+    return [weights[h] @ (xs @ wv) for h, (_, _, wv) in enumerate(heads)]
+
+
+def mha(x, heads, W_o, *, order=1, combine="concat", split="slice", project=True, joint=False, across=None,
+        activation=False, **kw):
     """Multi-head attention, or a mistaken version of it."""
     x = np.array(x, dtype=np.float64)
     if split == "reshape":      # every head projected at once, then split off by a reshape alone
@@ -75,6 +87,8 @@ def mha(x, heads, W_o, *, order=1, combine="concat", split="slice", project=True
         outs = [attention(Q[i], K[i], V[i], **kw)[0] for i in range(h)][::order]
     elif joint:
         outs = joint_softmax_heads(x, heads)
+    elif across is not None:
+        outs = across_heads_softmax(x, heads, across)
     else:
         outs = [attention(x @ wq, x @ wk, x @ wv, **kw)[0] for wq, wk, wv in heads][::order]
     if combine in ("sum", "average"):     # added up (or averaged), then W_o's first block or nothing
@@ -87,6 +101,8 @@ def mha(x, heads, W_o, *, order=1, combine="concat", split="slice", project=True
         concat = np.stack(outs).reshape(x.shape[0], -1)
         return concat @ W_o if project else concat
     concat = np.concatenate(outs, axis=1)
+    if activation:
+        return np.maximum(concat @ W_o, 0.0)
     return concat @ W_o if project else concat
 
 
@@ -133,6 +149,10 @@ MIX_TRANSPOSED = ("the weights were transposed before they mixed the values (wei
 AVERAGED = "the heads were added up or averaged, not placed side by side (concatenated) and projected by W_o"
 JOINT = ("one softmax ran over every head's scores together; each head takes its own softmax over its own "
          "keys")
+ACROSS = ("the softmax ran along the heads axis of the stacked (heads, n, n) scores, not along each head's keys "
+          "(the last axis)")
+ACTIVATION = ("an activation (a ReLU: no entry is negative) follows W_o; the output projection is linear, concat @ W_o "
+              "and nothing after it")
 MERGED = ("the heads' outputs were stacked (heads, tokens, d_k) and reshaped to (tokens, heads x d_k) without "
           "a transpose, so each row mixes several tokens: concatenate them along the last axis")
 SPLIT = ("the heads were split off the full projections by a reshape to (heads, tokens, d_k) without a "
@@ -159,6 +179,8 @@ def mha_mistakes(x, heads, W_o):
         ("heads-averaged", AVERAGED, mha(x, heads, W_o, combine="sum")),
         ("heads-averaged", AVERAGED, mha(x, heads, W_o, combine="average")),
         ("softmax-over-heads-jointly", JOINT, mha(x, heads, W_o, joint=True)),
+        *[("softmax-over-heads", ACROSS, mha(x, heads, W_o, across=fill)) for fill in (-np.inf, -1e9)],
+        ("output-projection-with-activation", ACTIVATION, mha(x, heads, W_o, activation=True)),
         ("scores-scaled-wrongly", SCALED_HALF, mha(x, heads, W_o, scale=2 / d_k)),
         ("scores-scaled-wrongly", SCALED_TIMES, mha(x, heads, W_o, scale=1 / math.sqrt(d_k))),
         ("scores-use-values", USE_VALUES, mha(x, [(wq, wv, wv) for wq, wk, wv in heads], W_o)),

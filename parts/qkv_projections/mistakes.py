@@ -225,6 +225,28 @@ def multi_head_attention(x, heads, W_o):
     outputs = [weights[:, h] @ V for h, (Q, K, V) in enumerate(projected)]
     return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
 """}},
+    "softmax-over-the-heads-axis-jadore801120": {"mistake": "softmax-over-heads",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/52 — "
+                  "with every head's scores stacked as (n_head, len_q, len_k) the softmax ran along dim 0, across the heads",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    blocked = np.triu(np.ones((n, n), dtype=bool), k=1)
+    Q, K, V = (np.stack([x @ np.asarray(head[i], dtype=float) for head in heads]) for i in range(3))   # (h, n, d_k)
+    scores = np.where(blocked, -np.inf, Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1]))
+    weights = softmax(scores, axis=0)
+    heads_out = weights @ V
+    return np.concatenate(list(heads_out), axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "output-projection-with-relu-kyubyong": {"mistake": "output-projection-with-activation",
+        "source": "Kyubyong/transformer@https://github.com/Kyubyong/transformer/pull/17:modules.py — the output projection "
+                  "added as tf.layers.dense(outputs, num_units, activation=tf.nn.relu): a ReLU after W_O",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    concat = np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
+    return np.maximum(concat @ np.asarray(W_o, dtype=float), 0.0)
+"""}},
 }
 
 CORRECT = {

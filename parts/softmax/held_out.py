@@ -114,16 +114,6 @@ def entropy_bits(p):
 
     # A second harvest from real public code, measured after the diagnoses above were written and
     # never used to write one.
-    "attend-softmax-over-a-length-one-axis-keqa": {"mistake": "softmax-wrong-axis",
-        "source": "DEEP-PolyU/KEQA_WSDM19@https://github.com/DEEP-PolyU/KEQA_WSDM19/issues/2:embedding.py — the "
-                  "attention scores had shape (n, 1) and the softmax ran along the axis of length 1, so every weight was 1.0",
-        "cells": {"attend": """
-def attend(q, K, V):
-    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
-    scores = (K @ q / math.sqrt(q.shape[-1]))[:, None]      # one column: (n_keys, 1)
-    alpha = softmax(scores, axis=-1)[:, 0]
-    return alpha, alpha @ V
-"""}},
     "softmax-exp-of-raw-input-dl4j": {"mistake": "softmax-no-max-shift",
         "source": "deeplearning4j/deeplearning4j-examples@https://github.com/deeplearning4j/deeplearning4j-examples/issues/730:"
                   "libnd4j activations.cpp — the new softmax took exp of the raw input along the dimension, without "
@@ -151,14 +141,41 @@ def entropy_bits(p):
     nonzero = p[p > 0]
     return float(-(nonzero * np.log(nonzero)).sum())
 """}},
-    "attend-scale-defaults-to-zero-skainet": {"mistake": "scores-scaled-wrongly",
-        "source": "SKaiNET-developers/SKaiNET@https://github.com/SKaiNET-developers/SKaiNET/pull/880 (issue #860) — the "
-                  "scale defaulted to 0 and was applied literally, so every score was multiplied by 0 and the weights "
-                  "came out uniform",
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "entropy-log-of-zero-gimmemotifs": {"mistake": "entropy-keeps-zeros",
+        "source": "vanheeringen-lab/gimmemotifs@https://github.com/vanheeringen-lab/gimmemotifs/issues/275 — "
+                  "information content from pfm * numpy.log2(pfm): a zero entry gives 0 * -inf = nan",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log2(p)))
+"""}},
+    "entropy-epsilon-in-the-log-forest": {"mistake": "entropy-in-nats",
+        "source": "onnela-lab/forest@https://github.com/onnela-lab/forest/issues/114:forest/jasmine/traj2stats.py — "
+                  "entropy as -sum(p * np.log(p + 0.00001)): the natural log, with an epsilon inside it",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log(p + 0.00001)))
+"""}},
+    "entropy-exp-logp-times-logp-trl": {"mistake": "entropy-keeps-zeros",
+        "source": "huggingface/trl@https://github.com/huggingface/trl/pull/7263 (issue #7221) — entropy_from_logits "
+                  "summed exp(logp) * logp, which is nan for a token of probability 0 (0 * -inf)",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    with np.errstate(divide="ignore"):
+        logp = np.log2(np.asarray(p, dtype=float))
+    return float(-np.sum(np.exp2(logp) * logp))
+"""}},
+    "attend-softmax-commented-out-flexflow": {"mistake": "no-softmax",
+        "source": "flexflow/flexflow-train@https://github.com/flexflow/flexflow-train/issues/467:"
+                  "examples/python/native/bert_proxy_native.py — the softmax was commented out (and no scaling): the raw "
+                  "scores served as the weights",
         "cells": {"attend": """
-def attend(q, K, V, scale=0.0):
+def attend(q, K, V):
     q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
-    alpha = softmax((K @ q) * scale)        # meant: 0 stands for 1 / sqrt(d_k)
+    alpha = K @ q                   # softmax(...) commented out
     return alpha, alpha @ V
 """}},
 }

@@ -223,6 +223,9 @@ def test_heads_concatenated_in_order_then_projected(student):
                         sum(pieces) @ W_o[:2], sum(pieces) / 3 @ W_o[:2])],
                     ("softmax-over-heads-jointly", "one softmax ran over every head's scores together; each head "
                      "takes its own softmax over its own keys", _one_softmax_for_all_heads(student, x, heads, W_o)),
+                    ("output-projection-with-activation", "an activation (a ReLU: no entry is negative) follows W_o; "
+                     "the output projection is linear, concat @ W_o and nothing after it",
+                     np.maximum(np.hstack(pieces) @ W_o, 0.0)),
                     ("heads-merged-without-transpose", "the heads' outputs were stacked (heads, tokens, d_k) and "
                      "reshaped to (tokens, heads x d_k) without a transpose, so each row mixes several tokens: "
                      "concatenate them along the last axis", np.stack(pieces).reshape(5, -1) @ W_o)]
