@@ -181,8 +181,12 @@ class _NotWrittenYet:
             return
         terminalreporter.stats.setdefault("failed", []).extend(state.set_aside)
         order = list(state.unwritten)
-        functions = sorted({name for r in state.set_aside for k, names in r.user_properties if k == "unwritten"
-                            for name in names}, key=order.index)
+        called: set[str] = set()
+        for report in state.set_aside:
+            for key, names in report.user_properties:
+                if key == "unwritten" and isinstance(names, list):
+                    called.update(names)
+        functions = sorted(called, key=order.index)
         terminalreporter.write_sep("_", "not written yet")
         terminalreporter.write_line(notes.not_written(functions, state.unwritten, state.code, len(state.set_aside)))
 
