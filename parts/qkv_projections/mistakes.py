@@ -143,6 +143,33 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
+    "reads-the-notebook-globals": {"mistake": "arguments-ignored", "cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = []
+    for W_q, W_k, W_v in HEADS:                  # the notebook's heads, not the argument
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        outputs.append(causal_attention(Q, K, V)[0])
+    return np.concatenate(outputs, axis=-1) @ W_O
+'''}},
+    "attention-pair-swapped": {"mistake": "attention-swapped-pair", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape
+    weights = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / math.sqrt(d_k), -np.inf))
+    return weights, weights @ V
+'''}},
+    "weights-transposed-before-the-values": {"mistake": "weights-transposed-on-values", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape
+    weights = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / math.sqrt(d_k), -np.inf))
+    return weights.T @ V, weights
+'''}},
+    "heads-averaged-then-projected": {"mistake": "heads-averaged", "cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.mean(outputs, axis=0) @ W_o[:outputs[0].shape[1]]
+'''}},
     # Taken from real public code (held out until their diagnoses were written).
     "heads-merged-by-view-jadore801120": {"mistake": "heads-merged-without-transpose",
         "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/7"

@@ -122,6 +122,17 @@ def attend(q, K, V):
     alpha = softmax(K @ q / math.sqrt(q.shape[-1]))
     return alpha, alpha @ V
 '''}},
+    "attend-weights-written-in": {"mistake": "hard-coded-chapter", "cells": {"attend": '''
+def attend(q, K, V):
+    alpha = np.array([0.3369, 0.3019, 0.3611])       # the chapter's weights, whatever the keys
+    return alpha, alpha @ np.asarray(V, dtype=float)
+'''}},
+    "attend-values-times-weights": {"mistake": "matmul-shapes", "cells": {"attend": '''
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = softmax(K @ q / math.sqrt(q.shape[-1]))
+    return alpha, V @ alpha
+'''}},
     # Taken from real public code (held out until their diagnoses were written).
     "softmax-max-started-at-zero-nnlib": {"mistake": "softmax-shift-floored-at-zero",
         "source": "FluxML/NNlib.jl@https://github.com/FluxML/NNlib.jl/pull/43:src/softmax.jl — the running maximum "
