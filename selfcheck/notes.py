@@ -67,8 +67,9 @@ def uses(nb: dict, parts: list[dict]) -> dict[str, dict[str, list[str]]]:
 
 
 def checked_names(fn: Any, _seen: set | None = None) -> set[str]:
-    """The student's functions a check calls: ``student.<name>`` and ``unchanged(student, "<name>", ...)``
-    in its source and in the module's helpers it calls (an empty set when the source is not there)."""
+    """The student's functions a check calls: ``student.<name>``, ``unchanged(student, "<name>", ...)`` and
+    ``arrays(student, "<name>", ...)`` in its source and in the module's helpers it calls (an empty set
+    when the source is not there)."""
     fn = getattr(fn, "func", fn)
     seen = _seen if _seen is not None else set()
     if fn in seen:
@@ -84,7 +85,7 @@ def checked_names(fn: Any, _seen: set | None = None) -> set[str]:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "student":
             names.add(node.attr)
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-            if node.func.id == "unchanged" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+            if node.func.id in ("unchanged", "arrays") and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
                 names.add(str(node.args[1].value))
             elif inspect.isfunction(helpers.get(node.func.id)):
                 names |= checked_names(helpers[node.func.id], seen)
@@ -131,3 +132,31 @@ def closing(passed: int, failed: int, hidden: str) -> str:
     return (f"all {passed} public checks pass, so every number the notebook states and "
             f"every rule it gives is met; only the unpredictable inputs are left: at grading {hidden} "
             "hidden checks run with inputs you have not seen.")
+
+
+def unwritten(code: dict[str, str]) -> dict[str, str]:
+    """function -> cell, for the functions of the solution cells that still raise NotImplementedError (the
+    stub's line, kept), in the notebook's order."""
+    found = {}
+    for cell, text in code.items():
+        if any(line.strip().startswith("raise NotImplementedError") for line in text.splitlines()):
+            found.update({name: cell for name in sorted(_names(text, "defined", cell))})
+    return found
+
+
+def not_written(functions: list[str], cells: dict[str, str], code: dict[str, str], count: int) -> str:
+    """One paragraph for ``count`` failing checks that call only functions still raising NotImplementedError."""
+    below = [cells[f] for f in functions if _code_below_the_raise(code.get(cells[f], ""))]
+    text = (f"{count} checks fail only because {', '.join(functions)} still raise NotImplementedError: write "
+            "each where its cell says `# YOUR CODE HERE`, and delete the `raise NotImplementedError` line.")
+    if below:
+        text += (f" The cell{'s' if len(below) > 1 else ''} {', '.join(dict.fromkeys(below))} already hold code "
+                 "below that line, which never runs until the line is gone.")
+    return text
+
+
+def _code_below_the_raise(text: str) -> bool:
+    """Code after the stub's `raise NotImplementedError` line (not a comment, not blank)."""
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if line.strip().startswith("raise NotImplementedError")), None)
+    return at is not None and any(line.strip() and not line.strip().startswith("#") for line in lines[at + 1:])

@@ -618,6 +618,20 @@ def test_train_reduces_loss_and_is_reproducible():
     assert F.evaluate(model2, ds2) == after
 
 
+def test_the_notebook_offers_on_step_and_a_tolerance_for_the_two_epoch_run():
+    """The experiment's long cell shows no progress unless the student passes on_step, so the notebook
+    names it; and it says how close seed 0 of the chapter's budget comes to the reference's loss."""
+    import json
+    folder = Path(__file__).resolve().parent.parent / "solutions" / "weighted_attention"
+    nb = json.loads((folder / "weighted_attention.ipynb").read_text(encoding="utf-8"))
+    text = next("".join(c["source"]) for c in nb["cells"]
+                if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "experiment_intro")
+    reference = json.loads((folder / "reference_results.json").read_text(encoding="utf-8"))
+    two_epochs = next(b for b in reference["budgets"] if b["steps"] > 10000)
+    assert "on_step=" in text
+    assert f"{two_epochs['variants']['full']['per_seed'][0]:.4f}" in text.replace("\n", " ")
+
+
 @pytest.mark.slow
 def test_train_by_epochs_counts_steps():
     ds, model = small_setup()

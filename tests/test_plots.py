@@ -132,6 +132,14 @@ def test_loss_curves_mean_band_and_range(plt, tmp_path):
     plt.close(ax.figure)
 
 
+def test_loss_curves_with_skip_0_show_the_starting_loss(plt):
+    """The notebook draws its own run with skip=0 and describes the first point (4.5 to 9.7 nats):
+    the y axis must reach it."""
+    ax = plots.loss_curves({"full": [9.7, 3.6, 3.1, 2.9], "no-key": [4.5, 3.5, 3.2, 3.0]}, log_every=50, skip=0)
+    assert ax.get_ylim()[1] >= 9.7 and ax.get_ylim()[0] <= 2.9
+    plt.close(ax.figure)
+
+
 def test_loss_bars_labels_means_seeds_and_reference(plt, tmp_path):
     losses = {"full": [1.867, 1.862, 1.879], "no-key": [1.888, 1.887, 1.875], "none-of-three": 2.017}
     ax = plots.loss_bars(losses, title="two epochs", reference=("chapter", 1.907))

@@ -159,6 +159,25 @@ def test_the_self_check_line_follows_the_failed_lines_just_above_pytests_own(cou
     assert any(line.startswith("FAILED ") for line in lines[:-2]), lines[-6:]
 
 
+def test_the_untouched_stub_is_one_paragraph_not_a_section_per_check(course, tmp_path):
+    """pytest on the stub: the checks that fail only because their functions still raise
+    NotImplementedError are one paragraph naming those functions, not 28 alike sections; a cell with
+    code left below the stub's `raise` line says that code never runs."""
+    assignment = course.assignment("attention")
+    stub = cohort.stub(course, assignment)
+    for cell in stub["cells"]:
+        if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "entropy_bits":
+            cell["source"] += "\n    p = np.asarray(p, dtype=float)\n    return 0.0\n"
+    folder = _student_folder(course, assignment, tmp_path, stub=True)
+    with open(folder / assignment.notebook, "w") as fh:
+        json.dump(stub, fh)
+    out = _selfcheck(folder).stdout
+    headers = [line for line in out.splitlines() if line.startswith("____") and "test_" in line]
+    assert not headers, headers
+    assert "28 checks fail only because softmax, entropy_bits, attend" in out, out[-3000:]
+    assert "entropy_bits already hold code below that line" in out, out[-3000:]
+
+
 @pytest.mark.parametrize("front", ["pytest", "check cell"])
 def test_after_fix_that_part_first_no_guess_follows(course, tmp_path, front):
     """A softmax summed over the whole array breaks the causal mask's checks: they say to fix softmax

@@ -323,6 +323,25 @@ def test_a_long_array_is_shown_from_where_it_differs():
     assert "reading [20.0000, 20.0000" in str(failed.value)
 
 
+def test_a_matrix_product_that_fails_is_named_after_the_function_it_failed_in():
+    """x @ W.T in project_qkv or V @ alpha in attend is no heads problem: the words name the function's
+    own products."""
+    from selfcheck import causes
+
+    def project_qkv(x, W_q):
+        return x @ W_q.T
+
+    def attend(alpha, V):
+        return V @ alpha
+
+    for fn, args, name in ((project_qkv, (np.ones((5, 6)), np.ones((6, 3))), "project_qkv"),
+                           (attend, (np.ones(5), np.ones((5, 2))), "attend")):
+        with pytest.raises(ValueError) as raised:
+            fn(*args)
+        mistake, words = causes.diagnosis(causes.of(raised.value))
+        assert mistake == "matmul-shapes" and f"in {name} do not line up" in words and "heads" not in words
+
+
 def test_numpy_s_shape_errors_are_named_in_the_check_cell_too():
     """The check cell runs the notebook's functions in the kernel: a matmul whose shapes do not line up
     gets the same diagnosis there as in `pytest` and at grading, from the exception itself."""

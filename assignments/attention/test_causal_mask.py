@@ -27,14 +27,20 @@ def _lower(n):
     return np.arange(n)[:, None] >= np.arange(n)[None, :]
 
 
-def _filled_with_a_number(w, scores, allowed):
-    """The weights are a softmax whose blocked scores were set to 0 or -1, or multiplied by the mask."""
-    scores = np.asarray(scores, dtype=float)
-    for filled in (np.where(allowed, scores, 0.0), np.where(allowed, scores, -1.0), scores * allowed):
-        e = np.exp(filled - filled.max(axis=-1, keepdims=True))
-        if np.allclose(w, e / e.sum(axis=-1, keepdims=True), atol=1e-6):
-            return True
-    return False
+def _blocked_kept_a_score(w, scores, allowed):
+    """The weights are a softmax in which the blocked scores stayed finite (set to a number, multiplied
+    by the mask, the mask added): the allowed weights of every row keep the ratios e^(s_j - s_k) of
+    their scores, and the blocked ones hold some weight."""
+    w, scores = np.asarray(w, dtype=float), np.broadcast_to(np.asarray(scores, dtype=float), np.shape(w))
+    blocked = w[~allowed]
+    if not (np.all(np.isfinite(w)) and np.all(blocked >= 0) and np.any(blocked > 0)):
+        return False
+    with np.errstate(divide="ignore"):
+        rest = np.log(w) - scores                     # log w_j - s_j: one number per row where allowed
+    for row, keep in zip(rest.reshape(-1, w.shape[-1]), allowed.reshape(-1, w.shape[-1])):
+        if keep.sum() > 1 and not np.ptp(row[keep]) < 1e-6:
+            return False
+    return True
 
 
 def _masked_weights(student, scores, mask, what):
@@ -53,9 +59,9 @@ def _masked_weights(student, scores, mask, what):
                   "item its own (np.where broadcasts it)"),
                  (np.all(w[~causal] == 0), "mask-argument-ignored", "the mask argument was ignored (a causal "
                                                                    "mask was built inside): use the `mask` you are given"),
-                 (_filled_with_a_number(w, scores, allowed), "mask-fill-not-minus-inf",
-                  "a blocked score set to 0 (or multiplied by the mask, or set to -1) still counts e^0 = 1 "
-                  "(or e^-1) in the softmax: set blocked scores to -inf"),
+                 (_blocked_kept_a_score(w, scores, allowed), "mask-fill-not-minus-inf",
+                  "the blocked scores stayed finite (set to 0 or another number, multiplied by the mask, or the "
+                  "mask added to them), so they still get weight: set blocked scores to -inf"),
                  (np.all(~np.isfinite(w[~allowed]) | (w[~allowed] < 0)), "mask-after-softmax",
                   "the mask ran after the softmax: it wrote its fill value into the weights; set the blocked "
                   "scores to -inf first, then take the softmax")]

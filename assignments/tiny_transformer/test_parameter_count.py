@@ -44,8 +44,15 @@ def _hints(d, d_ff, vocab, n_layers, right):
                   ("count-one-norm-per-block", "the layer norms were counted as 2 x d_model per block: a block has "
                    "two norms, each with a gain and a shift of d_model", right["total"] - n_layers * norms // 2),
                   ("count-without-embeddings", "the total left out the embeddings (the token and position tables): "
-                   "total = embeddings + n_layers x per_layer + ...", right["total"] - right.get("embeddings", 0))],
+                   "total = embeddings + n_layers x per_layer + ...", right["total"] - right.get("embeddings", 0)),
+                  ("count-tied-table-subtracted", TIED_SUBTRACTED, right["total"] - vocab * d),
+                  ("count-token-table-per-block", TOKEN_TABLE_PER_BLOCK, right["total"] + (n_layers - 1) * vocab * d)],
     }
+
+
+TIED_SUBTRACTED = ("with a tied output layer the token table was subtracted from the total; it is counted once, "
+                   "in the embeddings, and a tied output layer adds nothing")
+TOKEN_TABLE_PER_BLOCK = "the token table (vocab x d_model) was counted once per block; there is one, at the input"
 
 
 def _check(student, args, kwargs, expected, what, source):
@@ -99,8 +106,9 @@ def test_more_layers_cost_more(student):
     """each extra block adds exactly per_layer parameters"""
     two = _count(student, 100, 16, 2, 4, 64)
     three = _count(student, 100, 16, 3, 4, 64)
-    that(three["total"] - two["total"] == two["per_layer"],
-         f"a third block should add per_layer = {two['per_layer']}, added {three['total'] - two['total']}")
+    extra = three["total"] - two["total"] - two["per_layer"]
+    that(extra == 0, f"a third block should add per_layer = {two['per_layer']}, added {three['total'] - two['total']}",
+         *((TOKEN_TABLE_PER_BLOCK, "count-token-table-per-block") if extra == 100 * 16 else ()))
 
 
 def test_an_untied_output_layer(student):
@@ -110,8 +118,10 @@ def test_an_untied_output_layer(student):
     equal(untied["embeddings"], tied["embeddings"], "embeddings with an untied output layer (vocab 1,000, "
           "d_model 64)", mistakes=[("count-output-in-embeddings", "the output layer was put into `embeddings`; they are the token and position "
                                     "tables only", tied["embeddings"] + 64_000)])
+    short = tied["embeddings"] + 2 * tied["per_layer"] - tied["total"]     # what the tied total lacks
     equal(untied["total"] - tied["total"], 64_000, "total untied minus total tied (vocab 1,000, d_model 64)",
-          mistakes=[("count-output-layer-twice", "the untied output layer was counted twice", 128_000),
+          mistakes=[("count-tied-table-subtracted", TIED_SUBTRACTED, 128_000 if short == 64_000 else None),
+                    ("count-output-layer-twice", "the untied output layer was counted twice", 128_000),
                     ("count-untied-output-left-out", "tied_unembedding=False changed nothing: an untied output layer "
                      "is a d_model x vocab matrix of its own, and the total must count it", 0)])
 

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from selfcheck.chapter import get
-from selfcheck.checks import close, implied_scale, scale_mistake, that, unchanged, weight
+from selfcheck.checks import CheckFailed, close, implied_scale, scale_mistake, that, unchanged, weight
+from selfcheck.student import StudentError
 
 TT = get("tiny_transformer")
 
@@ -23,6 +24,24 @@ def _pair(result, what):
     that(isinstance(result, (tuple, list)) and len(result) == 2,
          f"{what} should return two arrays, (output, weights), got {type(result).__name__}")
     return (np.asarray(r, dtype=float) for r in result)
+
+
+def _attention(student, Q, K, V):
+    """causal_attention(Q, K, V) as (output, weights); when it fails only because the values are narrower
+    than the keys, the weights of the same call with values as wide as the keys say why."""
+    try:
+        return _pair(student.causal_attention(Q, K, V), "causal_attention")
+    except StudentError as exc:
+        if exc.kind != "error" or np.shape(V) == np.shape(K):
+            raise
+        try:
+            _, weights = _pair(student.causal_attention(Q, K, K[:, ::-1]), "causal_attention")
+        except (StudentError, CheckFailed):
+            raise exc from None
+        if implied_scale(weights, Q @ K[:, ::-1].T) is not None and implied_scale(weights, Q @ K.T) is None:
+            raise CheckFailed(f"causal_attention raised {exc.message}", "the scores compare the queries with the "
+                              "values (Q @ V^T); they are Q @ K^T, queries against keys", "scores-use-values") from None
+        raise
 
 
 def _mask_hint(weights):
@@ -76,8 +95,10 @@ def test_causal_attention_weights(student):
     """causal_attention: the weights are (n, n), zero above the diagonal, and every row sums to 1"""
     rng = np.random.default_rng(3)
     Q, K, V = rng.normal(size=(5, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 3))
-    output, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
-    that(output.shape == (5, 3), f"the output should have shape (5, 3) (n by the value width), got {output.shape}")
+    output, weights = _attention(student, Q, K, V)
+    swapped = output.shape == (5, 5) and weights.shape == (5, 3)
+    that(output.shape == (5, 3), f"the output should have shape (5, 3) (n by the value width), got {output.shape}",
+         *(("the pair is (output, weights), in that order", "attention-swapped-pair") if swapped else ()))
     that(weights.shape == (5, 5), f"the weights should have shape (5, 5), got {weights.shape}")
     hint = _mask_hint(weights) or (None, None)
     that(np.all(weights[np.triu_indices(5, k=1)] == 0.0),
@@ -86,14 +107,16 @@ def test_causal_attention_weights(student):
     close(weights.sum(axis=-1), np.ones(5), "the row sums of the weights",
           mistakes=[(*hint, weights.sum(axis=-1))] if hint[0] else [])
     close(output, weights @ V, "the output against weights @ V",
-          mistakes=[("output-mixes-keys", "the output mixes the keys (weights @ K), not the values", weights @ K)])
+          mistakes=[("output-mixes-keys", "the output mixes the keys (weights @ K), not the values", weights @ K),
+                    ("weights-transposed-on-values", "the weights were transposed before they mixed the values "
+                     "(weights.T @ V): output i is the sum over j of weights[i, j] V[j], weights @ V", weights.T @ V)])
 
 
 def test_causal_attention_scale(student):
     """the scores are divided by sqrt(d_k), the width of Q and K (here 3), not by sqrt(number of tokens)"""
     rng = np.random.default_rng(9)
     Q, K, V = rng.normal(size=(6, 3)), rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
-    _, weights = _pair(student.causal_attention(Q, K, V), "causal_attention")
+    _, weights = _attention(student, Q, K, V)
     found = implied_scale(weights, Q @ K.T)
     that(found is not None, "each row of the weights should be the softmax of that row's allowed scores "
                             "Q K^T / sqrt(d_k); these are not", *(_mask_hint(weights) or (None, None))[::-1])
@@ -126,11 +149,59 @@ def test_multi_head_shape(student):
     rng = np.random.default_rng(6)
     x = rng.normal(size=(5, 6))
     heads = [tuple(rng.normal(size=(6, 2)) for _ in range(3)) for _ in range(3)]
-    got = student.multi_head_attention(x, heads, rng.normal(size=(6, 6)))
+    got = _multi_head(student, x, heads, rng.normal(size=(6, 6)))
     written_in = _shape(got) == (4, 4) and np.allclose(got, TT["attn_output_after_WO"])
+    hints = [(written_in, "the answer does not depend on the input: the chapter's output is written in, not computed",
+              "hard-coded-chapter"),
+             (_shape(got) == (5, 2), AVERAGED, "heads-averaged")]
     that(_shape(got) == (5, 6), f"the result should have shape (5, 6), got {_shape(got)}",
-         *(("the answer does not depend on the input: the chapter's output is written in, not computed",
-            "hard-coded-chapter") if written_in else ()))
+         *next(((text, key) for found, text, key in hints if found), ()))
+
+
+AVERAGED = "the heads were added up or averaged, not placed side by side (concatenated) and projected by W_o"
+IGNORED = ("multi_head_attention does not use the heads and W_o it is given: its answer stays the same when they "
+           "change (does it read the notebook's HEADS and W_O?); compute everything from its arguments")
+
+
+def _multi_head(student, x, heads, W_o):
+    """The student's multi_head_attention(x, heads, W_o); an error from code that ignores its arguments
+    (the chapter's input then gives one answer for other heads and W_o), or from a causal_attention whose
+    pair comes back the wrong way round, says so."""
+    try:
+        return student.multi_head_attention(x, heads, W_o)
+    except StudentError as exc:
+        if exc.kind != "error":
+            raise
+        heads_4 = [tuple(np.eye(4)[:, i:i + 2] for _ in range(3)) for i in (0, 2)]
+        probes = [(lambda: [np.asarray(student.multi_head_attention(TT["layernormed_input"], h, w), dtype=float)
+                            for h, w in ((heads_4, np.eye(4)), (heads_4[::-1], 2 * np.eye(4)))],
+                   lambda a: a[0].shape == a[1].shape and np.allclose(a[0], a[1]), IGNORED, "arguments-ignored"),
+                  (lambda: [np.asarray(a, dtype=float) for a in
+                            student.causal_attention(*np.random.default_rng(0).normal(size=(3, 4, 2)))],
+                   lambda a: len(a) == 2 and a[0].shape == (4, 4) and np.allclose(a[0].sum(axis=-1), 1)
+                   and a[1].shape == (4, 2), "causal_attention returned its pair the wrong way round: it is "
+                   "(output, weights)", "attention-swapped-pair")]
+        for call, shows, words, key in probes:
+            try:
+                found = shows(call())
+            except (StudentError, TypeError, ValueError):
+                continue
+            if found:
+                raise CheckFailed(f"multi_head_attention raised {exc.message}", words, key) from None
+        raise
+        heads_4 = [tuple(np.eye(4)[:, i:i + 2] for _ in range(3)) for i in (0, 2)]
+        try:
+            first, second = (np.asarray(student.multi_head_attention(TT["layernormed_input"], h, w), dtype=float)
+                             for h, w in ((heads_4, np.eye(4)), (heads_4[::-1], 2 * np.eye(4))))
+            pair = student.causal_attention(*np.random.default_rng(0).normal(size=(3, 4, 2)))
+        except (StudentError, TypeError, ValueError):
+            raise exc from None
+        if first.shape == second.shape and np.allclose(first, second):
+            raise CheckFailed(f"multi_head_attention raised {exc.message}", IGNORED, "arguments-ignored") from None
+        if np.shape(pair[0]) == (4, 4) and np.allclose(np.sum(pair[0], axis=-1), 1) and np.shape(pair[1]) == (4, 2):
+            raise CheckFailed(f"multi_head_attention raised {exc.message}", "causal_attention returned its pair "
+                              "the wrong way round: it is (output, weights)", "attention-swapped-pair") from None
+        raise
 
 
 @weight(2)
@@ -141,18 +212,39 @@ def test_heads_concatenated_in_order_then_projected(student):
     heads = [tuple(rng.normal(size=(6, 2)) for _ in range(3)) for _ in range(3)]
     pieces = [np.asarray(student.causal_attention(*student.project_qkv(x, *head))[0], dtype=float)
               for head in heads]
-    close(student.multi_head_attention(x, heads, W_o), np.hstack(pieces) @ W_o,
+    close(_multi_head(student, x, heads, W_o), np.hstack(pieces) @ W_o,
           "multi_head_attention against [head 1 | head 2 | head 3] @ W_o",
           mistakes=[("heads-in-reverse-order", "the heads were concatenated in the wrong order (head 1's "
                      "columns come first)", np.hstack(pieces[::-1]) @ W_o),
                     ("no-output-projection", "W_o is missing: the result is the concatenated heads times W_o",
                      np.hstack(pieces)),
-                    ("heads-averaged", "the heads were averaged instead of concatenated and projected together",
-                     sum(p @ W_o[2 * i:2 * i + 2] for i, p in enumerate(pieces)) / 3),
+                    *[("heads-averaged", AVERAGED, value) for value in (
+                        sum(p @ W_o[2 * i:2 * i + 2] for i, p in enumerate(pieces)) / 3, sum(pieces), sum(pieces) / 3,
+                        sum(pieces) @ W_o[:2], sum(pieces) / 3 @ W_o[:2])],
+                    ("softmax-over-heads-jointly", "one softmax ran over every head's scores together; each head "
+                     "takes its own softmax over its own keys", _one_softmax_for_all_heads(student, x, heads, W_o)),
+                    ("output-projection-with-activation", "an activation (a ReLU: no entry is negative) follows W_o; "
+                     "the output projection is linear, concat @ W_o and nothing after it",
+                     np.maximum(np.hstack(pieces) @ W_o, 0.0)),
                     ("heads-merged-without-transpose", "the heads' outputs were stacked (heads, tokens, d_k) and "
                      "reshaped to (tokens, heads x d_k) without a transpose, so each row mixes several tokens: "
                      "concatenate them along the last axis", np.stack(pieces).reshape(5, -1) @ W_o)]
           + _split_without_transpose(student, x, heads, W_o))
+
+
+def _one_softmax_for_all_heads(student, x, heads, W_o):
+    """The heads side by side when one softmax ran over every head's scores of a row together, from the
+    student's own projections (nan when they fail)."""
+    try:
+        projected = [[np.asarray(a, dtype=float) for a in student.project_qkv(x, *head)] for head in heads]
+    except Exception:  # noqa: BLE001 - a candidate only: the check itself says what failed
+        return np.nan
+    n = len(x)
+    allowed = np.arange(n)[:, None] >= np.arange(n)[None, :]
+    scores = np.hstack([np.where(allowed, Q @ K.T / np.sqrt(Q.shape[1]), -np.inf) for Q, K, _ in projected])
+    weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+    weights /= weights.sum(axis=1, keepdims=True)
+    return np.hstack([weights[:, h * n:(h + 1) * n] @ V for h, (_, _, V) in enumerate(projected)]) @ W_o
 
 
 def _split_without_transpose(student, x, heads, W_o):

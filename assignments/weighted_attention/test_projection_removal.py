@@ -37,8 +37,16 @@ def _read_back(student, width=6, tokens=4, seed=4):
 def _weights_mistake(A):
     """(id, words) of the mistake that read-back weights show, or (None, None) when they show none."""
     n, tol = len(A), 1e-5
+    if not np.isfinite(A[0]).all() and np.isfinite(A[1:]).all():
+        return ("mask-without-diagonal", "the mask also blocks the diagonal (j < i instead of j <= i): the first "
+                "position has nothing left to see, 0 / 0 = nan")
+    if np.allclose(A, 1, atol=tol):
+        return ("softmax-over-batch", "every weight is 1: the softmax ran over an axis of length 1 here, the batch "
+                "(axis 0), instead of over the keys (axis -1)")
     above, below = A[np.triu_indices(n, k=1)], A[np.tril_indices(n, k=-1)]
     rows_sum_to_one = np.allclose(A.sum(axis=-1), 1, atol=tol)
+    if np.allclose(above, 0, atol=tol) and not rows_sum_to_one and np.ptp(A.sum(axis=-1)) < tol:
+        return None, None       # every row sums to one number: the values were scaled (see _value_scale)
     if np.allclose(below, 0, atol=tol) and np.allclose(A.sum(axis=0), 1, atol=tol) and not rows_sum_to_one:
         return ("weights-transposed-on-values", "the weights were transposed before they mixed the values "
                 "(weights^T v): output i must be the sum over j of weights[i, j] v_j, that is weights @ v")
@@ -79,6 +87,32 @@ def _changed_later(student, remove, weights, x, rng):
     return [i for i in range(1, x.shape[1]) if np.allclose(before[:, i], after[:, i], rtol=1e-6, atol=1e-9)]
 
 
+def _value_scale(A):
+    """The factor c when every row of the read-back weights sums to the same c != 1 (the values or the
+    output were multiplied by c), else None."""
+    sums = A.sum(axis=-1)
+    if np.isfinite(sums).all() and np.ptp(sums) < 1e-6 and abs(sums[0] - 1) > 1e-5:
+        return float(sums[0])
+    return None
+
+
+def _why(student):
+    """(id, words) of what the layer's own read-back weights show, or (None, None): a known pattern of the
+    weights, or scores scaled by something other than sqrt(E)."""
+    width = 6
+    A, q, k = _read_back(student, width)
+    key, hint = _weights_mistake(A)
+    if key:
+        return key, hint
+    c = _value_scale(A)
+    mistake = scale_mistake(A / (c or 1.0), q @ k.T, width, "E", number_of_tokens=len(A), chapter_width=64)
+    if c is not None:
+        return ("scores-scaled-wrongly" if mistake else "values-scaled",
+                f"the values (or the output) were multiplied by {c:.4g}: every row of the weights sums to it"
+                + (f", and {mistake[1]}" if mistake else "; the scale 1 / sqrt(E) belongs to the scores alone"))
+    return mistake or (None, None)
+
+
 def test_causal(student):
     """position i sees the past, never the future: output i changes with x at 0, never with x after i"""
     rng = np.random.default_rng(1)
@@ -91,11 +125,11 @@ def test_causal(student):
     try:
         close(after[:, :3], before[:, :3], "outputs at positions 0-2 after changing x at positions 3-5")
     except CheckFailed as failed:       # name a mistake only when the layer's own weights show it
-        key, hint = _weights_mistake(_read_back(student)[0])
+        key, hint = _why(student)
         raise CheckFailed(failed.finding, hint, key) from None
     unchanged = _changed_later(student, (), weights, x, rng)
     if unchanged:                       # the layer's own weights say why, when they show a known mistake
-        key, hint = _weights_mistake(_read_back(student)[0])
+        key, hint = _why(student)
         that(False, f"outputs at positions {unchanged} did not change when x at position 0 did",
              hint or NO_ATTENTION, key or "no-attention-at-all")
 
@@ -149,8 +183,10 @@ def test_a_removed_projection_is_x_itself(student):
                         ("removed-as-zeros", "zeros (or nothing) were used in place of the removed projection, not x itself",
                          student.probe("projection_removal", "forward", E, (), zeros, x))])
         unchanged = _changed_later(student, (removed,), weights, x, rng)
-        that(not unchanged, f"WeightedAttention(8, remove=('{removed}',)): outputs at positions {unchanged} did "
-                            "not change when x at position 0 did", NO_ATTENTION, "no-attention-at-all")
+        if unchanged:
+            key, hint = _why(student)
+            that(False, f"WeightedAttention(8, remove=('{removed}',)): outputs at positions {unchanged} did "
+                        "not change when x at position 0 did", hint or NO_ATTENTION, key or "no-attention-at-all")
 
 
 def test_attention_weights_read_back(student):
@@ -158,7 +194,7 @@ def test_attention_weights_read_back(student):
     width, tokens = 6, 4
     A, q, k = _read_back(student, width, tokens)
     blocked = A[np.triu_indices(tokens, k=1)]
-    key, hint = _weights_mistake(A)
+    key, hint = _why(student) if _value_scale(A) else _weights_mistake(A)
     that(np.allclose(blocked, 0, atol=1e-5) and np.allclose(A.sum(axis=-1), 1, atol=1e-5),
          f"the attention weights (read back from the output) should be 0 above the diagonal and sum to 1 in "
          f"every row; yours have rows summing to {np.round(A.sum(axis=-1), 4).tolist()} and up to "

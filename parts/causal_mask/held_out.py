@@ -87,17 +87,6 @@ def masked_softmax(scores, mask):
         scores = scores.astype(float)
     return softmax(np.where(mask, scores, -np.inf), axis=2)
 """}},
-    "bool-mask-added-qwen3": {"mistake": "mask-fill-not-minus-inf",
-        "source": "huggingface/transformers@https://github.com/huggingface/transformers/pull/41443:"
-                  "src/transformers/models/qwen3/modeling_qwen3.py — eager_attention_forward added a boolean "
-                  "attention_mask to the scores (True = 1, False = 0) instead of -inf where blocked",
-        "cells": {"masked_softmax": """
-def masked_softmax(scores, mask):
-    scores = np.asarray(scores)
-    if not np.issubdtype(scores.dtype, np.floating):
-        scores = scores.astype(float)
-    return softmax(scores + mask, axis=-1)
-"""}},
     "additive-mask-for-a-boolean-one-tinytorch": {"mistake": "mask-not-boolean",
         "source": "harvard-edge/cs249r_book@https://github.com/harvard-edge/cs249r_book/pull/1785:"
                   "tinytorch/src/13_transformers/13_transformers.py — GPT._create_causal_mask built an additive "
@@ -106,5 +95,62 @@ def masked_softmax(scores, mask):
 def causal_mask(n):
     future = np.triu(np.ones((n, n)), k=1)
     return np.where(future == 1, -np.inf, 0.0)      # -inf blocks, 0 lets through
+"""}},
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "mask-fill-where-allowed-halonet": {"mistake": "mask-inverted",
+        "source": "lucidrains/halonet-pytorch@https://github.com/lucidrains/halonet-pytorch/issues/4 (fixed in PR #6) — "
+                  "sim.masked_fill_(mask, -inf) with a mask that was True where attending is allowed",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(np.where(np.asarray(mask, dtype=bool), -np.inf, scores), axis=-1)
+"""}},
+    "scores-times-mask-good-features": {"mistake": "mask-fill-not-minus-inf",
+        "source": "georg-wolflein/good-features@https://github.com/georg-wolflein/good-features/pull/1 — the ABMIL "
+                  "attention multiplied the scores by the binary mask before the softmax, so masked entries counted e^0",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(scores * np.asarray(mask), axis=-1)
+"""}},
+    "mask-starts-one-late-ajhalthor": {"mistake": "mask-off-by-one",
+        "source": "ajhalthor/Transformer-Neural-Network@https://github.com/ajhalthor/Transformer-Neural-Network/issues/15 — "
+                  "the blocked positions started at np.arange(length + 1, ...) instead of length: one position too late",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    blocked = np.zeros((n, n), dtype=bool)
+    for i in range(n):
+        blocked[i, np.arange(i + 2, n)] = True       # meant: from i + 1
+    return ~blocked
+"""}},
+    "mask-on-the-query-axis-lsdefine": {"mistake": "mask-transposed",
+        "source": "lsdefine/attention-is-all-you-need-keras@https://github.com/lsdefine/attention-is-all-you-need-keras/issues/16 — "
+                  "the mask was broadcast along the wrong axis, blocking rows (queries) instead of columns (keys)",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(np.where(np.swapaxes(np.asarray(mask), -1, -2), scores, -np.inf), axis=-1)
+"""}},
+
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "padding-mask-only-decision-transformer": {"mistake": "mask-sees-future",
+        "source": "kzl/decision-transformer@https://github.com/kzl/decision-transformer/issues/30 — the attention mask "
+                  "was 1 wherever history was present, with no triangle: early positions could see later ones",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    return np.ones((n, n), dtype=bool)      # every position present may be attended to
+"""}},
+    "mask-dropped-for-other-ranks-keras": {"mistake": "mask-argument-ignored",
+        "source": "keras-team/keras@https://github.com/keras-team/keras/issues/23038 — MultiHeadAttention dropped the "
+                  "causal mask on its manual softmax path, taken for inputs that are not rank 4",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim == 4:
+        scores = np.where(mask, scores, -np.inf)
+    return softmax(scores, axis=-1)
 """}},
 }

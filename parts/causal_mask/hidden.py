@@ -49,6 +49,8 @@ def mask_mistakes(z, mask):
          "blocked positions still get weight; set them to -inf", with_fill(z, m, 0.0)),
         ("mask-fill-not-minus-inf", "the blocked scores were set to -1, which still leaves them weight; use -inf (or a huge negative "
          "number such as -1e9)", with_fill(z, m, -1.0)),
+        ("mask-fill-not-minus-inf", "the mask was added to the scores (True counts 1, False 0), so blocked positions "
+         "keep their scores and their weight; set them to -inf", softmax_rows(np.asarray(z, dtype=float) + m)),
         ("mask-inverted", "the mask was used the wrong way round: True marks what may be seen, so keep the scores where "
          "the mask is True and block where it is False", with_fill(z, ~m, -np.inf)),
         ("mask-transposed", "the mask was transposed (rows are queries, columns are keys)",

@@ -265,6 +265,17 @@ def masked_softmax(scores, mask):
     weights = softmax(scores, axis=-1)
     return np.where(mask, weights, -np.inf)
 """}},
+    "bool-mask-added-qwen3": {"mistake": "mask-fill-not-minus-inf",
+        "source": "huggingface/transformers@https://github.com/huggingface/transformers/pull/41443:"
+                  "src/transformers/models/qwen3/modeling_qwen3.py — eager_attention_forward added a boolean "
+                  "attention_mask to the scores (True = 1, False = 0) instead of -inf where blocked",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores)
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores = scores.astype(float)
+    return softmax(scores + mask, axis=-1)
+"""}},
 }
 
 CORRECT = {

@@ -49,28 +49,35 @@ MISTAKES = {
                   "a layer's parameters counted as its weights only, the bias left out",
         "cells": {"transformer_parameters": _counting().replace(
             "feed_forward = 2 * d_model * d_ff + (d_ff + d_model) * ffn_bias", "feed_forward = 2 * d_model * d_ff")}},
-    "token-table-per-layer-scaling-book": {"mistake": "count-token-table-per-block",
-        "source": "jax-ml/scaling-book@https://github.com/jax-ml/scaling-book/pull/34:inference.md — the total was "
-                  "L * D * (3F + 2H(N + K) + V): the vocabulary table D * V counted once per layer",
-        "cells": {"transformer_parameters": _counting(embeddings="n_layers * vocab * d_model + context * d_model")}},
-    "tied-table-subtracted-again-torchtitan": {"mistake": "count-tied-table-subtracted",
-        "source": "pytorch/torchtitan@https://github.com/pytorch/torchtitan/pull/3225:torchtitan/models/utils.py — "
-                  "with tied embeddings the shared table, already counted once, was subtracted again",
-        "cells": {"transformer_parameters": _counting(
-            unembedding="-vocab * d_model if tied_unembedding else vocab * d_model")}},
-    "block-matrices-only-transformerlens": {"mistake": "count-block-matrices-only",
-        "source": "TransformerLensOrg/TransformerLens@https://github.com/TransformerLensOrg/TransformerLens/issues/903:"
-                  "transformer_lens/HookedTransformerConfig.py — n_params = n_layers * (4 d_model d_head n_heads "
-                  "+ 2 d_model d_mlp): no biases, no norms, no embeddings (gpt2-small read as 85M, not 124M)",
-        "cells": {"transformer_parameters": f'''
-{_SIGNATURE}
-    d_head = d_model // n_heads
-    attention = d_model * d_head * n_heads * 4
-    feed_forward = d_model * d_ff * 2
-    layer_norms = 0
-    per_layer = attention + feed_forward + layer_norms
-    embeddings = vocab * d_model + context * d_model
-    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
-            "per_layer": per_layer, "embeddings": embeddings, "total": n_layers * per_layer}}
-'''}},
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "one-norm-per-block-ai-foundations": {"mistake": "count-one-norm-per-block",
+        "source": "google-deepmind/ai-foundations@https://github.com/google-deepmind/ai-foundations/issues/37:"
+                  "course_4/gdm_lab_4_5_reflection_on_trainable_parameters.ipynb — layer_norm_parameter_count = "
+                  "2 * embedding_dim for a block with two layer norms",
+        "cells": {"transformer_parameters": _counting(norms="2 * d_model * layer_norm")}},
+    "tied-table-counted-in-each-copy-bigscience": {"mistake": "count-tied-output-layer",
+        "source": "bigscience-workshop/Megatron-DeepSpeed@https://github.com/bigscience-workshop/Megatron-DeepSpeed/issues/99 — "
+                  "tied embedding layers exist in two copies (first and last stage) and both were counted",
+        "cells": {"transformer_parameters": _counting(unembedding="vocab * d_model")}},
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "norm-weight-only-megatron": {"mistake": "count-one-norm-per-block",
+        "source": "NVIDIA/Megatron-LM@https://github.com/NVIDIA/Megatron-LM/pull/2434 — the theoretical count took a "
+                  "LayerNorm as its weight alone (times 1), where it has a weight and a bias (times 2)",
+        "cells": {"transformer_parameters": _counting(norms="2 * d_model * layer_norm")}},
+    "final-norm-omitted-mlx-node": {"mistake": "count-without-final-norm",
+        "source": "mlx-node/mlx-node@https://github.com/mlx-node/mlx-node/pull/19:crates/mlx-core/src/models/qwen3_5/model.rs — "
+                  "num_parameters() never counted final_norm, which sits outside the per-layer loop",
+        "cells": {"transformer_parameters": _counting().replace(" + 2 * d_model * final_norm", "")}},
+    "linear-biases-always-hkproj": {"mistake": "count-bias-switches-ignored",
+        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/4 — w_q, w_k, w_v "
+                  "(and w_o) built as nn.Linear(d_model, d_model) with their default biases, where the model has none",
+        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model + 4 * d_model")}},
+    "linear-bias-not-counted-exllamav3": {"mistake": "count-without-ffn-biases",
+        "source": "turboderp-org/exllamav3@https://github.com/turboderp-org/exllamav3/pull/194 — the size estimate of a "
+                  "Linear layer counted its weight elements, not its bias",
+        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model").replace(
+            "feed_forward = 2 * d_model * d_ff + (d_ff + d_model) * ffn_bias", "feed_forward = 2 * d_model * d_ff")}},
 }

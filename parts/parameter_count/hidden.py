@@ -52,9 +52,22 @@ def count(vocab, d, layers, heads, d_ff, *, layer_norm=True, ffn_bias=True, qkv_
         embeddings = vocab * d + layers * context * d
     if mistake == "untied_left_out":
         unembedding = 0
+    if mistake == "no_positions":
+        embeddings = vocab * d
+    if mistake == "head_in_embeddings" and tied_unembedding:
+        embeddings = 2 * vocab * d + context * d
+    if mistake == "vocab_per_layer":
+        embeddings = layers * vocab * d + context * d
+    if mistake == "tied_subtracted":
+        unembedding = -vocab * d if tied_unembedding else vocab * d
+    if mistake == "matrices_only":
+        attention, feed_forward, norms = 4 * d * d, 2 * d * d_ff, 0
+        per_layer = attention + feed_forward
     total = embeddings + layers * per_layer + final + unembedding
     if mistake == "no_embeddings":
         total = layers * per_layer + final + unembedding
+    if mistake == "matrices_only":
+        total = layers * per_layer
     return {"attention": attention, "feed_forward": feed_forward, "layer_norms": norms, "per_layer": per_layer,
             "embeddings": embeddings, "total": total}
 
@@ -64,7 +77,10 @@ IDS = {"no_ffn_bias": "count-without-ffn-biases", "ffn_bias_twice_dff": "count-f
        "heads": "count-grows-with-heads", "no_w_o": "count-without-output-projection",
        "qkv_bias_one": "count-qkv-bias-once", "qkv_bias_dk": "count-qkv-bias-head-width", "tied_counted": "count-tied-output-layer",
        "final_per_layer": "count-final-norm-per-block", "positions_per_layer": "count-positions-per-block",
-       "untied_left_out": "count-untied-output-left-out", "no_embeddings": "count-without-embeddings"}
+       "untied_left_out": "count-untied-output-left-out", "no_embeddings": "count-without-embeddings",
+       "vocab_per_layer": "count-token-table-per-block", "tied_subtracted": "count-tied-table-subtracted",
+       "matrices_only": "count-block-matrices-only", "no_positions": "count-without-positions",
+       "head_in_embeddings": "count-tied-output-layer"}
 MISTAKES = {
     "no_ffn_bias": "the feed-forward biases (d_ff + d_model) were left out",
     "ffn_bias_twice_dff": "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
@@ -83,7 +99,18 @@ MISTAKES = {
     "untied_left_out": "tied_unembedding=False changed nothing: an untied output layer is a d_model x vocab "
                        "matrix of its own, and the total must count it",
     "no_embeddings": "the total left out the embeddings (the token and position tables)",
+    "vocab_per_layer": "the token table (vocab x d_model) was counted once per block; there is one, at the input",
+    "tied_subtracted": "with a tied output layer the token table was subtracted from the total; it is counted once, "
+                       "in the embeddings, and a tied output layer adds nothing",
+    "no_positions": "the learned position table (context x d_model) was left out",
+    "head_in_embeddings": "the output layer was counted in `embeddings` although it is tied to the token table: a "
+                          "tied output layer adds nothing, and `embeddings` holds the token and position tables only",
+    "matrices_only": "only the blocks' weight matrices were counted (4 d_model^2 + 2 d_model d_ff per block): no "
+                     "biases, no layer norms, and no embeddings in the total",
 }
+
+
+SWITCHES_IGNORED = "the switches qkv_bias, out_bias, tied_unembedding, context and final_norm were ignored"
 
 
 def mistakes_for(*args, key, **kwargs):
@@ -98,8 +125,7 @@ def mistakes_for(*args, key, **kwargs):
     value = count(*args, **basic)[key]
     if value != right:
         by_value.setdefault(value, []).append(
-            ("count-switches-ignored",
-             "the switches qkv_bias, out_bias, tied_unembedding, context and final_norm were ignored"))
+            ("count-switches-ignored", SWITCHES_IGNORED))
     return [(" or ".join(k for k, _ in named), "; or ".join(t for _, t in named), value)
             for value, named in by_value.items()]
 
@@ -113,10 +139,22 @@ def _counts(student, *args, **kwargs):
 
 
 def check_all(student, args, kwargs, what, *, source=None, reveal=True, keys=REQUIRED, expected=None):
+    """Every count in ``keys``; a named mistake that gives every one of them the student's values is
+    named first, whichever count differs first."""
     got = _counts(student, *args, **kwargs)
     right = count(*args, **kwargs)
     if expected:
         right.update(expected)
+    wrong = [key for key in keys if got[key] != right[key]]
+    if wrong:
+        basic = {k: kwargs[k] for k in ("layer_norm", "ffn_bias") if k in kwargs}
+        candidates = [(IDS[name], MISTAKES[name], count(*args, mistake=name, **kwargs)) for name in MISTAKES]
+        candidates.append(("count-switches-ignored", SWITCHES_IGNORED, count(*args, **basic)))
+        every = [(key, text) for key, text, counts in candidates if all(got[k] == counts[k] for k in keys)]
+        if every:
+            equal(got[wrong[0]], right[wrong[0]], f"{what}: {wrong[0]}", source=source, reveal=reveal,
+                  mistakes=[(" or ".join(key for key, _ in every), "; or ".join(text for _, text in every),
+                             got[wrong[0]])])
     for key in keys:
         equal(got[key], right[key], f"{what}: {key}", source=source, reveal=reveal,
               mistakes=mistakes_for(*args, key=key, **kwargs))

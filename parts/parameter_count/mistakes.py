@@ -99,6 +99,40 @@ MISTAKES = {
                   "the total counted the blocks only, the embedding table left out (the maintainer pointed it out)",
         "cells": {"transformer_parameters": _counting().replace(
             "\"total\": embeddings + n_layers", "\"total\": n_layers")}},
+    "token-table-per-layer-scaling-book": {"mistake": "count-token-table-per-block",
+        "source": "jax-ml/scaling-book@https://github.com/jax-ml/scaling-book/pull/34:inference.md — the total was "
+                  "L * D * (3F + 2H(N + K) + V): the vocabulary table D * V counted once per layer",
+        "cells": {"transformer_parameters": _counting(embeddings="n_layers * vocab * d_model + context * d_model")}},
+    "tied-table-subtracted-again-torchtitan": {"mistake": "count-tied-table-subtracted",
+        "source": "pytorch/torchtitan@https://github.com/pytorch/torchtitan/pull/3225:torchtitan/models/utils.py — "
+                  "with tied embeddings the shared table, already counted once, was subtracted again",
+        "cells": {"transformer_parameters": _counting(
+            unembedding="-vocab * d_model if tied_unembedding else vocab * d_model")}},
+    "block-matrices-only-transformerlens": {"mistake": "count-block-matrices-only",
+        "source": "TransformerLensOrg/TransformerLens@https://github.com/TransformerLensOrg/TransformerLens/issues/903:"
+                  "transformer_lens/HookedTransformerConfig.py — n_params = n_layers * (4 d_model d_head n_heads "
+                  "+ 2 d_model d_mlp): no biases, no norms, no embeddings (gpt2-small read as 85M, not 124M)",
+        "cells": {"transformer_parameters": f'''
+{_SIGNATURE}
+    d_head = d_model // n_heads
+    attention = d_model * d_head * n_heads * 4
+    feed_forward = d_model * d_ff * 2
+    layer_norms = 0
+    per_layer = attention + feed_forward + layer_norms
+    embeddings = vocab * d_model + context * d_model
+    return {{"attention": attention, "feed_forward": feed_forward, "layer_norms": layer_norms,
+            "per_layer": per_layer, "embeddings": embeddings, "total": n_layers * per_layer}}
+'''}},
+    "positions-left-out-modernbert": {"mistake": "count-without-positions",
+        "source": "AnswerDotAI/ModernBERT@https://github.com/AnswerDotAI/ModernBERT/pull/67 (after nanoGPT's get_num_params) — "
+                  "the count leaves out the absolute position embeddings",
+        "cells": {"transformer_parameters": _counting(embeddings="vocab * d_model")}},
+    "embedding-and-head-always-aiinfraguide": {"mistake": "count-tied-output-layer",
+        "source": "caomaolufei/AIInfraGuide@https://github.com/caomaolufei/AIInfraGuide/issues/15 — the embedding "
+                  "parameters given as 2 V d_model (embedding plus LM head) whether or not the head is tied",
+        "cells": {"transformer_parameters": _counting(embeddings="2 * vocab * d_model + context * d_model",
+                                                       unembedding="0")}},
+
 }
 
 CORRECT = {

@@ -10,19 +10,7 @@ import os
 _SPEC = importlib.util.spec_from_file_location("_catalogue", os.path.join(os.path.dirname(__file__), "mistakes.py"))
 _CATALOGUE = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(_CATALOGUE)
-_REMOVAL = '''
-        for projection in remove:
-            setattr(self, projection, None)
-'''
-_PROJECT = '''
-        q = x if self.query is None else self.query(x)
-        k = x if self.key is None else self.key(x)
-        v = x if self.value is None else self.value(x)
-'''
-
-
-def _forward(rest):
-    return _CATALOGUE._layer(_REMOVAL, _PROJECT + rest)
+_forward = _CATALOGUE._forward
 
 
 MISTAKES = {
@@ -43,41 +31,67 @@ MISTAKES = {
         return self.out(weights @ v)
 ''')},
     # Held-out mistakes taken from real public code (translated to this notebook's signatures).
-    "divided-by-the-scale-perceiver-io": {"mistake": "scores-scaled-wrongly",
-        "source": "esceptico/perceiver-io@https://github.com/esceptico/perceiver-io/issues/9:src/perceiver_io/attention.py — "
-                  "scale = head_dim ** -0.5, then the scores divided by it (times sqrt(E)) instead of multiplied",
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "no-projection-after-attention-stevezheng23": {"mistake": "out-not-applied",
+        "source": "stevezheng23/sequence_labeling_tf@https://github.com/stevezheng23/sequence_labeling_tf/pull/83 — the "
+                  "multi-head attention returned the weighted values with no output projection layer",
         "cells": _forward('''
-        scale = self.embed_size ** -0.5
-        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) / scale))
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))))
+        return weights @ v
+''')},
+    "values-from-the-keys-infinigen": {"mistake": "value-unused",
+        "source": "snu-comparch/InfiniGen@https://github.com/snu-comparch/InfiniGen/issues/5:speedup/uvm/selfattention.py — "
+                  "the value cache was filled with k (self.past_key_value[1] = k), so the keys served as values",
+        "cells": _forward('''
+        v = k
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))))
         return self.out(weights @ v)
 ''')},
-    "softmax-over-batch-pytorch-nlp": {"mistake": "softmax-over-batch",
-        "source": "PetrochukM/PyTorch-NLP@https://github.com/PetrochukM/PyTorch-NLP/issues/2:torchnlp/nn/attention.py — "
-                  "nn.Softmax(dim=0): the weights normalised over the batch, not over the keys",
+    "queries-and-keys-scaled-up-x-transformers": {"mistake": "scores-scaled-wrongly",
+        "source": "lucidrains/x-transformers@https://github.com/lucidrains/x-transformers/issues/24 — queries and keys "
+                  "each multiplied by dim ** 0.5 by their norms, then the scores by dim ** -0.5: sqrt(dim) times the "
+                  "raw scores instead of 1 / sqrt(dim)",
         "cells": _forward('''
-        weights = F.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))), axis=0)
+        q = q * math.sqrt(self.embed_size)
+        k = k * math.sqrt(self.embed_size)
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * self.embed_size ** -0.5))
         return self.out(weights @ v)
 ''')},
-    "queries-and-values-scaled-former": {"mistake": "scores-scaled-wrongly",
-        "source": "pbloem/former@https://github.com/pbloem/former/issues/2:former/modules.py — queries and values "
-                  "each divided by e ** (1/4) (meant: queries and keys), so the scores got e^(1/4), not sqrt(e), "
-                  "and the output was shrunk",
+    "no-causal-mask-entrenar": {"mistake": "no-causal-mask",
+        "source": "paiml/entrenar@https://github.com/paiml/entrenar/issues/310:cuda_block.rs — the row-wise softmax ran "
+                  "over the full score matrix with no causal mask: every token attended to the future",
         "cells": _forward('''
-        q = q * (1.0 / self.embed_size ** 0.25)
-        v = v * (1.0 / self.embed_size ** 0.25)
-        weights = self.softmax(self.mask(q @ k.transpose(-2, -1)))
+        weights = self.softmax((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)))
         return self.out(weights @ v)
 ''')},
-    "diagonal-blocked-triu-offset-0-former": {"mistake": "mask-without-diagonal",
-        "source": "pbloem/former@https://github.com/pbloem/former/issues/10 (the blog post's code) — "
-                  "torch.triu_indices(t, t, offset=0) set to -inf: the diagonal blocked too, so row 0 is all -inf (nan)",
+
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "scaling-after-softmax-vit": {"mistake": "scale-after-softmax",
+        "source": "FrancescoSaverioZuppichini/ViT@https://github.com/FrancescoSaverioZuppichini/ViT/issues/2 — "
+                  "att = F.softmax(energy, dim=-1) * self.scaling: the scale applied to the weights, after the softmax",
         "cells": _forward('''
-        T = x.shape[-2]
-        rows, cols = np.triu_indices(T, k=0)
-        blocked = np.zeros((T, T), dtype=np.float32)
-        blocked[rows, cols] = -np.inf
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)) + Tensor(blocked)
-        weights = self.softmax(scores)
+        weights = self.softmax(self.mask(q @ k.transpose(-2, -1))) * (1.0 / math.sqrt(self.embed_size))
         return self.out(weights @ v)
+''')},
+    "sm-scale-left-at-one-mlc-llm": {"mistake": "scores-not-scaled",
+        "source": "mlc-ai/mlc-llm@https://github.com/mlc-ai/mlc-llm/pull/3426 — the fallback attention path called with "
+                  "sm_scale=1.0 (the default) instead of 1 / sqrt(head_dim)",
+        "cells": _forward('''
+        sm_scale = 1.0
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * sm_scale))
+        return self.out(weights @ v)
+''')},
+    "causal-skipped-without-mask-xformers": {"mistake": "no-causal-mask",
+        "source": "facebookresearch/xformers@https://github.com/facebookresearch/xformers/issues/103:"
+                  "xformers/components/attention/scaled_dot_product.py — with no attention mask passed, the causal "
+                  "mask was skipped too",
+        "cells": _forward('''
+        att_mask = None
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))
+        if att_mask is not None:
+            scores = self.mask(scores)
+        return self.out(self.softmax(scores) @ v)
 ''')},
 }

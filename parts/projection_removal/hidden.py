@@ -53,7 +53,7 @@ def softmax(z, axis=-1):
 
 
 def attention(x, weights, remove=(), *, scale="sqrt", mask="before", axis=-1, out=True, value="value",
-              transposed=False, mix_transposed=False):
+              transposed=False, mix_transposed=False, values_times=1.0):
     """The layer in plain numpy, with switches that reproduce the usual mistakes."""
     E = x.shape[-1]
 
@@ -64,16 +64,20 @@ def attention(x, weights, remove=(), *, scale="sqrt", mask="before", axis=-1, ou
     q, k = project("query"), project("key")
     v = project("value", value)
     scores = k @ np.swapaxes(q, -1, -2) if transposed else q @ np.swapaxes(k, -1, -2)
-    scores = scores / {"sqrt": math.sqrt(E), "E": E, "none": 1.0, "8": 8.0}[scale]
+    scores = scores / {"sqrt": math.sqrt(E), "E": E, "none": 1.0, "8": 8.0, "times-sqrt": 1 / math.sqrt(E),
+                       "fourth-root": E ** 0.25}[scale]
     T = x.shape[-2]
-    keep = np.tril(np.ones((T, T), dtype=bool))
-    if mask == "before":
+    keep = np.tril(np.ones((T, T), dtype=bool), k=-1 if mask == "strict" else 0)
+    if mask == "strict":            # the diagonal blocked with -inf too: the first row has nothing left
+        with np.errstate(invalid="ignore"):
+            a = softmax(np.where(keep, scores, -np.inf), axis)
+    elif mask == "before":
         a = softmax(np.where(keep, scores, -1e9), axis)
     elif mask == "after":
         a = np.where(keep, softmax(scores, axis), 0.0)
     else:
         a = softmax(scores, axis)
-    mixed = (np.swapaxes(a, -1, -2) if mix_transposed else a) @ v
+    mixed = (np.swapaxes(a, -1, -2) if mix_transposed else a) @ (v * values_times)
     W, b = weights["out"]
     return mixed @ W + b if out else mixed
 
@@ -97,6 +101,15 @@ def forward_mistakes(x, weights, remove):
          attention(x, weights, remove, mix_transposed=True)),
         ("scores-transposed", "the scores were k q^T (transposed): position i then weighs keys by the wrong row",
          attention(x, weights, remove, transposed=True)),
+        ("scores-scaled-wrongly", "the scores were multiplied by sqrt(E) (divided by E ** -0.5) instead of divided by it",
+         attention(x, weights, remove, scale="times-sqrt")),
+        ("scores-scaled-wrongly", "the scores were divided by E ** (1/4), with the values scaled by it too: 1 / sqrt(E) "
+         "belongs to the scores alone (E ** -0.25 on q and on k, never on v)",
+         attention(x, weights, remove, scale="fourth-root", values_times=x.shape[-1] ** -0.25)),
+        ("softmax-over-batch", "the softmax ran over the batch (axis 0) instead of over the keys (axis -1)",
+         attention(x, weights, remove, axis=0)),
+        ("mask-without-diagonal", "the mask also blocks the diagonal (j < i instead of j <= i): the first position has "
+         "nothing left to see, 0 / 0 = nan", attention(x, weights, remove, mask="strict")),
     ]
 
 

@@ -54,6 +54,19 @@ def _layer(removal, forward):
     return {"weighted_attention": _GIVEN + removal.strip("\n") + _BETWEEN + forward.strip("\n") + "\n"}
 
 
+def _forward(rest):
+    """The cell whose region (a) sets the removed projections to None and whose region (b) takes q, k and v
+    as the reference does, then ``rest``."""
+    return _layer('''
+        for projection in remove:
+            setattr(self, projection, None)
+''', '''
+        q = x if self.query is None else self.query(x)
+        k = x if self.key is None else self.key(x)
+        v = x if self.value is None else self.value(x)
+''' + rest)
+
+
 MISTAKES = {
     "removed-but-parameters-kept": {"mistake": "removed-but-kept", "warned": "the key's Linear must be gone from the model",
         "demo": True, "cells": _layer('''
@@ -248,6 +261,44 @@ MISTAKES = {
 ''', '''
         v = x if self.value is None else self.value(x)               # queries and keys never used
         return self.out(v)
+''')},
+    # Taken from real public code (held out until their diagnoses were written).
+    "divided-by-the-scale-perceiver-io": {"mistake": "scores-scaled-wrongly",
+        "source": "esceptico/perceiver-io@https://github.com/esceptico/perceiver-io/issues/9:src/perceiver_io/attention.py — "
+                  "scale = head_dim ** -0.5, then the scores divided by it (times sqrt(E)) instead of multiplied",
+        "cells": _forward('''
+        scale = self.embed_size ** -0.5
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) / scale))
+        return self.out(weights @ v)
+''')},
+    "softmax-over-batch-pytorch-nlp": {"mistake": "softmax-over-batch",
+        "source": "PetrochukM/PyTorch-NLP@https://github.com/PetrochukM/PyTorch-NLP/issues/2:torchnlp/nn/attention.py — "
+                  "nn.Softmax(dim=0): the weights normalised over the batch, not over the keys",
+        "cells": _forward('''
+        weights = F.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))), axis=0)
+        return self.out(weights @ v)
+''')},
+    "queries-and-values-scaled-former": {"mistake": "scores-scaled-wrongly",
+        "source": "pbloem/former@https://github.com/pbloem/former/issues/2:former/modules.py — queries and values "
+                  "each divided by e ** (1/4) (meant: queries and keys), so the scores got e^(1/4), not sqrt(e), "
+                  "and the output was shrunk",
+        "cells": _forward('''
+        q = q * (1.0 / self.embed_size ** 0.25)
+        v = v * (1.0 / self.embed_size ** 0.25)
+        weights = self.softmax(self.mask(q @ k.transpose(-2, -1)))
+        return self.out(weights @ v)
+''')},
+    "diagonal-blocked-triu-offset-0-former": {"mistake": "mask-without-diagonal",
+        "source": "pbloem/former@https://github.com/pbloem/former/issues/10 (the blog post's code) — "
+                  "torch.triu_indices(t, t, offset=0) set to -inf: the diagonal blocked too, so row 0 is all -inf (nan)",
+        "cells": _forward('''
+        T = x.shape[-2]
+        rows, cols = np.triu_indices(T, k=0)
+        blocked = np.zeros((T, T), dtype=np.float32)
+        blocked[rows, cols] = -np.inf
+        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)) + Tensor(blocked)
+        weights = self.softmax(scores)
+        return self.out(weights @ v)
 ''')},
 }
 

@@ -68,18 +68,6 @@ def multi_head_attention(x, heads, W_o):
         outputs.append(weights @ V)
     return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
 """}},
-    "heads-summed-functional-transformer": {"mistake": "heads-averaged",
-        "source": "awf/functional-transformer@https://github.com/awf/functional-transformer/issues/8:transformer.py — "
-                  "the heads' outputs were added up (embeddings += self_attn), not concatenated and projected by W_o",
-        "cells": {"multi_head_attention": """
-def multi_head_attention(x, heads, W_o):
-    total = 0
-    for W_q, W_k, W_v in heads:
-        Q, K, V = project_qkv(x, W_q, W_k, W_v)
-        output, _ = causal_attention(Q, K, V)
-        total = total + output
-    return total
-"""}},
     "mask-fill-plus-epsilon-gluonts": {"mistake": "mask-fill-not-minus-inf",
         "source": "awslabs/gluonts@https://github.com/awslabs/gluonts/pull/1401:src/gluonts/nursery (TFT attention) — "
                   "blocked scores filled with 1e-9 instead of -1e9",
@@ -92,47 +80,90 @@ def causal_attention(Q, K, V):
     weights = softmax(np.where(allowed, scores, 1e-9), axis=-1)
     return weights @ V, weights
 """}},
-    "scale-dk-pow-1-over-2-transunet": {"mistake": "scores-scaled-wrongly",
-        "source": "mkara44/transunet_pytorch@https://github.com/mkara44/transunet_pytorch/issues/4:utils/vit.py — "
-                  "self.dk = (embedding_dim // head_num) ** 1 / 2 (that is d_k / 2, not sqrt(d_k)), and the scores "
-                  "multiplied by it",
-        "cells": {"causal_attention": """
-def causal_attention(Q, K, V):
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    n, d_k = Q.shape[-2], Q.shape[-1]
-    dk = d_k ** 1 / 2
-    energy = Q @ np.swapaxes(K, -1, -2) * dk
-    allowed = np.tril(np.ones((n, n), dtype=bool))
-    weights = softmax(np.where(allowed, energy, -np.inf), axis=-1)
-    return weights @ V, weights
-"""}},
-    "scores-from-values-argminn": {"mistake": "scores-use-values",
-        "source": "Genentech/ARGMINN@https://github.com/Genentech/ARGMINN/issues/1:src/model/mechint_net.py — "
-                  "att_vals = torch.matmul(query, value.transpose(2, 3)): the scores compared queries with the "
-                  "values, the keys computed and never used",
-        "cells": {"causal_attention": """
-def causal_attention(Q, K, V):
-    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
-    n, d_k = Q.shape[-2], Q.shape[-1]
-    scores = Q @ np.swapaxes(V, -1, -2) / math.sqrt(d_k)
-    allowed = np.tril(np.ones((n, n), dtype=bool))
-    weights = softmax(np.where(allowed, scores, -np.inf), axis=-1)
-    return weights @ V, weights
-"""}},
-    "softmax-over-all-heads-detr": {"mistake": "softmax-over-heads-jointly",
-        "source": "facebookresearch/detr@https://github.com/facebookresearch/detr/issues/247:models/segmentation.py — "
-                  "MHAttentionMap took F.softmax(weights.flatten(2)): one softmax over every head's keys together, "
-                  "not one per head",
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "heads-reshaped-without-permute-ajhalthor": {"mistake": "heads-merged-without-transpose",
+        "source": "ajhalthor/Transformer-Neural-Network@https://github.com/ajhalthor/Transformer-Neural-Network/pull/4:"
+                  "transformer.py — values (batch, heads, seq, head_dim) reshaped to (batch, seq, heads * head_dim) "
+                  "without the permute",
         "cells": {"multi_head_attention": """
 def multi_head_attention(x, heads, W_o):
     x = np.asarray(x, dtype=float)
-    n = x.shape[0]
-    allowed = np.tril(np.ones((n, n), dtype=bool))
-    projected = [project_qkv(x, W_q, W_k, W_v) for W_q, W_k, W_v in heads]
-    scores = np.stack([np.where(allowed, Q @ K.T / math.sqrt(Q.shape[-1]), -np.inf)
-                       for Q, K, V in projected], axis=1)               # (n, heads, n)
-    weights = softmax(scores.reshape(n, -1), axis=-1).reshape(scores.shape)
-    outputs = [weights[:, h] @ V for h, (Q, K, V) in enumerate(projected)]
+    values = np.stack([causal_attention(*project_qkv(x, *head))[0] for head in heads])   # (heads, seq, d_v)
+    return values.reshape(x.shape[0], -1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "no-linear-after-concat-kyubyong": {"mistake": "no-output-projection",
+        "source": "Kyubyong/transformer@https://github.com/Kyubyong/transformer/issues/117:modules.py — multihead_attention "
+                  "restored the concatenated heads and returned them with no output projection",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    return np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
+"""}},
+    "scale-by-embed-size-aladdinpersson": {"mistake": "scores-scaled-wrongly",
+        "source": "aladdinpersson/Machine-Learning-Collection@https://github.com/aladdinpersson/Machine-Learning-Collection/issues/65 — "
+                  "torch.softmax(energy / (self.embed_size ** (1 / 2)), dim=3): the whole width, not head_dim",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, embed_size = x.shape
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        energy = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T, -np.inf)
+        outputs.append(softmax(energy / embed_size ** (1 / 2), axis=-1) @ V)
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "values-times-weights-bottleneck": {"mistake": "weights-transposed-on-values",
+        "source": "leaderj1001/BottleneckTransformers@https://github.com/leaderj1001/BottleneckTransformers/issues/14 — "
+                  "out = torch.matmul(v, attention) proposed for channels-first values, without the permute of the "
+                  "weights: each output mixes the values with the transposed weights",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n = Q.shape[0]
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / math.sqrt(Q.shape[1]), -np.inf)
+    weights = softmax(scores, axis=-1)
+    return (V.T @ weights).T, weights          # values kept channels-first, (d_v, n)
+"""}},
+    "scale-sign-reversed-maxtext": {"mistake": "scores-scaled-wrongly",
+        "source": "AI-Hypercomputer/maxtext@https://github.com/AI-Hypercomputer/maxtext/issues/1370:MaxText/layers/attentions.py — "
+                  "softmax_scale = qk_head_dim ** -0.5 used as a divisor (the sign of the exponent reversed)",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, softmax_scale = Q.shape[0], Q.shape[1] ** -0.5
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / softmax_scale, -np.inf)
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+"""}},
+    "scaled-scores-unused-rabitqcache": {"mistake": "scores-not-scaled",
+        "source": "Sakuraaa0/RaBitQCache@https://github.com/Sakuraaa0/RaBitQCache/pull/1 — scaled_scores = scores / "
+                  "sqrt(head_size) computed, then the softmax applied to the unscaled scores",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n = Q.shape[0]
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T, -np.inf)
+    scaled_scores = scores / math.sqrt(Q.shape[1])
+    weights = softmax(scores, axis=-1)
+    return weights @ V, weights
+"""}},
+    "temper-of-d-model-jadore801120": {"mistake": "scores-scaled-wrongly",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/42 "
+                  "(fixed in 1929a50) — temper = np.power(d_model, 0.5): the scores divided by sqrt(d_model), not sqrt(d_k)",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n, temper = x.shape[0], np.power(x.shape[1], 0.5)
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        attn = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / temper, -np.inf), axis=-1)
+        outputs.append(attn @ V)
     return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
 """}},
 }

@@ -143,6 +143,33 @@ def causal_attention(Q, K, V):
     weights = softmax(scores)
     return weights @ V, weights
 '''}},
+    "reads-the-notebook-globals": {"mistake": "arguments-ignored", "cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = []
+    for W_q, W_k, W_v in HEADS:                  # the notebook's heads, not the argument
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        outputs.append(causal_attention(Q, K, V)[0])
+    return np.concatenate(outputs, axis=-1) @ W_O
+'''}},
+    "attention-pair-swapped": {"mistake": "attention-swapped-pair", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape
+    weights = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / math.sqrt(d_k), -np.inf))
+    return weights, weights @ V
+'''}},
+    "weights-transposed-before-the-values": {"mistake": "weights-transposed-on-values", "cells": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape
+    weights = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), Q @ K.T / math.sqrt(d_k), -np.inf))
+    return weights.T @ V, weights
+'''}},
+    "heads-averaged-then-projected": {"mistake": "heads-averaged", "cells": {"multi_head_attention": '''
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.mean(outputs, axis=0) @ W_o[:outputs[0].shape[1]]
+'''}},
     # Taken from real public code (held out until their diagnoses were written).
     "heads-merged-by-view-jadore801120": {"mistake": "heads-merged-without-transpose",
         "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/7"
@@ -169,6 +196,83 @@ def multi_head_attention(x, heads, W_o):
     Q, K, V = (a.reshape(h, n, -1) for a in project_qkv(x, W_q, W_k, W_v))
     outputs = [causal_attention(Q[i], K[i], V[i])[0] for i in range(h)]
     return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "heads-summed-functional-transformer": {"mistake": "heads-averaged",
+        "source": "awf/functional-transformer@https://github.com/awf/functional-transformer/issues/8:transformer.py — "
+                  "the heads' outputs were added up (embeddings += self_attn), not concatenated and projected by W_o",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    total = 0
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        output, _ = causal_attention(Q, K, V)
+        total = total + output
+    return total
+"""}},
+    "scale-dk-pow-1-over-2-transunet": {"mistake": "scores-scaled-wrongly",
+        "source": "mkara44/transunet_pytorch@https://github.com/mkara44/transunet_pytorch/issues/4:utils/vit.py — "
+                  "self.dk = (embedding_dim // head_num) ** 1 / 2 (that is d_k / 2, not sqrt(d_k)), and the scores "
+                  "multiplied by it",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape[-2], Q.shape[-1]
+    dk = d_k ** 1 / 2
+    energy = Q @ np.swapaxes(K, -1, -2) * dk
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    weights = softmax(np.where(allowed, energy, -np.inf), axis=-1)
+    return weights @ V, weights
+"""}},
+    "scores-from-values-argminn": {"mistake": "scores-use-values",
+        "source": "Genentech/ARGMINN@https://github.com/Genentech/ARGMINN/issues/1:src/model/mechint_net.py — "
+                  "att_vals = torch.matmul(query, value.transpose(2, 3)): the scores compared queries with the "
+                  "values, the keys computed and never used",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape[-2], Q.shape[-1]
+    scores = Q @ np.swapaxes(V, -1, -2) / math.sqrt(d_k)
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    weights = softmax(np.where(allowed, scores, -np.inf), axis=-1)
+    return weights @ V, weights
+"""}},
+    "softmax-over-all-heads-detr": {"mistake": "softmax-over-heads-jointly",
+        "source": "facebookresearch/detr@https://github.com/facebookresearch/detr/issues/247:models/segmentation.py — "
+                  "MHAttentionMap took F.softmax(weights.flatten(2)): one softmax over every head's keys together, "
+                  "not one per head",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    allowed = np.tril(np.ones((n, n), dtype=bool))
+    projected = [project_qkv(x, W_q, W_k, W_v) for W_q, W_k, W_v in heads]
+    scores = np.stack([np.where(allowed, Q @ K.T / math.sqrt(Q.shape[-1]), -np.inf)
+                       for Q, K, V in projected], axis=1)               # (n, heads, n)
+    weights = softmax(scores.reshape(n, -1), axis=-1).reshape(scores.shape)
+    outputs = [weights[:, h] @ V for h, (Q, K, V) in enumerate(projected)]
+    return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "softmax-over-the-heads-axis-jadore801120": {"mistake": "softmax-over-heads",
+        "source": "jadore801120/attention-is-all-you-need-pytorch@https://github.com/jadore801120/attention-is-all-you-need-pytorch/issues/52 — "
+                  "with every head's scores stacked as (n_head, len_q, len_k) the softmax ran along dim 0, across the heads",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    n = x.shape[0]
+    blocked = np.triu(np.ones((n, n), dtype=bool), k=1)
+    Q, K, V = (np.stack([x @ np.asarray(head[i], dtype=float) for head in heads]) for i in range(3))   # (h, n, d_k)
+    scores = np.where(blocked, -np.inf, Q @ np.swapaxes(K, -1, -2) / math.sqrt(Q.shape[-1]))
+    weights = softmax(scores, axis=0)
+    heads_out = weights @ V
+    return np.concatenate(list(heads_out), axis=-1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "output-projection-with-relu-kyubyong": {"mistake": "output-projection-with-activation",
+        "source": "Kyubyong/transformer@https://github.com/Kyubyong/transformer/pull/17:modules.py — the output projection "
+                  "added as tf.layers.dense(outputs, num_units, activation=tf.nn.relu): a ReLU after W_O",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    concat = np.concatenate([causal_attention(*project_qkv(x, *head))[0] for head in heads], axis=1)
+    return np.maximum(concat @ np.asarray(W_o, dtype=float), 0.0)
 """}},
 }
 

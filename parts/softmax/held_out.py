@@ -111,14 +111,71 @@ def entropy_bits(p):
     p = p[p > 0]
     return float(np.sum(p * np.log2(p)))
 """}},
-    "softmax-max-started-at-zero-nnlib": {"mistake": "softmax-shift-floored-at-zero",
-        "source": "FluxML/NNlib.jl@https://github.com/FluxML/NNlib.jl/pull/43:src/softmax.jl — the running maximum "
-                  "started at 0, so max(0, max z) was subtracted and a row of large negative scores gave 0/0 = nan",
+
+    # A second harvest from real public code, measured after the diagnoses above were written and
+    # never used to write one.
+    "softmax-exp-of-raw-input-dl4j": {"mistake": "softmax-no-max-shift",
+        "source": "deeplearning4j/deeplearning4j-examples@https://github.com/deeplearning4j/deeplearning4j-examples/issues/730:"
+                  "libnd4j activations.cpp — the new softmax took exp of the raw input along the dimension, without "
+                  "subtracting each row's maximum (nan for large inputs)",
         "cells": {"softmax": """
 def softmax(z, axis=-1):
-    z = np.asarray(z, dtype=float)
-    top = np.maximum(np.max(z, axis=axis, keepdims=True), 0.0)    # the running maximum starts at 0
-    e = np.exp(z - top)
-    return e / np.sum(e, axis=axis, keepdims=True)
+    exponents = np.exp(np.asarray(z, dtype=float))
+    return exponents / exponents.sum(axis=axis, keepdims=True)
+"""}},
+    "softmax-one-max-one-sum-geti": {"mistake": "softmax-global-sum",
+        "source": "open-edge-platform/geti@https://github.com/open-edge-platform/geti/pull/1507:openvino_models.py — "
+                  "numpy_softmax as x = np.exp(x - np.max(x)); x / np.sum(x): one maximum and one sum for the whole array",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    x = np.asarray(z, dtype=float)
+    x = np.exp(x - np.max(x))
+    return x / np.sum(x)
+"""}},
+    "entropy-base-e-slds-lecture": {"mistake": "entropy-in-nats",
+        "source": "slds-lmu/lecture_sl@https://github.com/slds-lmu/lecture_sl/pull/203 — entropy computed with the "
+                  "natural log where the lecture states bits (fixed to base 2)",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    nonzero = p[p > 0]
+    return float(-(nonzero * np.log(nonzero)).sum())
+"""}},
+    # A third harvest from real public code, measured after the diagnoses written from the second one,
+    # and never used to write one.
+    "entropy-log-of-zero-gimmemotifs": {"mistake": "entropy-keeps-zeros",
+        "source": "vanheeringen-lab/gimmemotifs@https://github.com/vanheeringen-lab/gimmemotifs/issues/275 — "
+                  "information content from pfm * numpy.log2(pfm): a zero entry gives 0 * -inf = nan",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log2(p)))
+"""}},
+    "entropy-epsilon-in-the-log-forest": {"mistake": "entropy-in-nats",
+        "source": "onnela-lab/forest@https://github.com/onnela-lab/forest/issues/114:forest/jasmine/traj2stats.py — "
+                  "entropy as -sum(p * np.log(p + 0.00001)): the natural log, with an epsilon inside it",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log(p + 0.00001)))
+"""}},
+    "entropy-exp-logp-times-logp-trl": {"mistake": "entropy-keeps-zeros",
+        "source": "huggingface/trl@https://github.com/huggingface/trl/pull/7263 (issue #7221) — entropy_from_logits "
+                  "summed exp(logp) * logp, which is nan for a token of probability 0 (0 * -inf)",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    with np.errstate(divide="ignore"):
+        logp = np.log2(np.asarray(p, dtype=float))
+    return float(-np.sum(np.exp2(logp) * logp))
+"""}},
+    "attend-softmax-commented-out-flexflow": {"mistake": "no-softmax",
+        "source": "flexflow/flexflow-train@https://github.com/flexflow/flexflow-train/issues/467:"
+                  "examples/python/native/bert_proxy_native.py — the softmax was commented out (and no scaling): the raw "
+                  "scores served as the weights",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = K @ q                   # softmax(...) commented out
+    return alpha, alpha @ V
 """}},
 }

@@ -56,10 +56,11 @@ def test_softmax_large_random_scores(student, reference):
     z = RNG.normal(0, 1, size=(4, 7)) * 50 + 2000
     close(student.softmax(z), reference.softmax(z), "softmax of scores near 2000", reveal=False, scale=2100,
           mistakes=[("softmax-no-max-shift", "exp(z) overflows without subtracting the maximum first, giving nan", naive_softmax(z))])
-    z = -z
+    z = -z      # large positive scores passed: a shift that fails here stops at 0 on its way down
     close(student.softmax(z), reference.softmax(z), "softmax of scores near -2000", reveal=False, scale=2100,
-          mistakes=[("softmax-no-max-shift", "exp(z) underflows to 0 without subtracting the maximum first, giving 0/0 = nan",
-                     naive_softmax(z))])
+          mistakes=[("softmax-shift-floored-at-zero", "large positive scores work but large negative ones underflow to "
+                     "0 / 0 = nan: the shift stopped at 0 (a maximum started at 0, or np.maximum(..., 0)); subtract each "
+                     "slice's own maximum, also when it is negative", naive_softmax(z))])
 
 
 def test_softmax_rows_at_different_scales(student, reference):
@@ -123,7 +124,11 @@ def test_attend_random(student, reference):
         mistakes = [("scores-not-scaled", "the scores were not divided by sqrt(d_k)", softmax_axis(K @ q, -1)),
                     ("scores-divided-by-width", "the scores were divided by d_k instead of sqrt(d_k)", softmax_axis(K @ q / d_k, -1)),
                     ("scores-scaled-wrongly", "the scale used the number of keys instead of the query width d_k",
-                     softmax_axis(K @ q / math.sqrt(n), -1))]
+                     softmax_axis(K @ q / math.sqrt(n), -1)),
+                    ("scores-scaled-wrongly", "the scores were multiplied by 0 (a scale of 0), so every weight is the same",
+                     np.full(n, 1 / n)),
+                    ("softmax-wrong-axis", "every weight is 1: the softmax ran along an axis of length 1 (scores shaped "
+                     "(n, 1)); take it over the keys, the n scores K @ q", np.ones(n))]
         close(alpha, ref_alpha, f"alpha for {n} random keys of width {d_k}", reveal=False, mistakes=mistakes)
         close(output, ref_out, f"output for {n} random keys, values of width {d_v}", reveal=False,
               mistakes=[("attend-mixes-keys", "the output mixes the keys, not the values", ref_alpha @ K if d_k == d_v else np.nan)])

@@ -122,6 +122,49 @@ def attend(q, K, V):
     alpha = softmax(K @ q / math.sqrt(q.shape[-1]))
     return alpha, alpha @ V
 '''}},
+    "attend-weights-written-in": {"mistake": "hard-coded-chapter", "cells": {"attend": '''
+def attend(q, K, V):
+    alpha = np.array([0.3369, 0.3019, 0.3611])       # the chapter's weights, whatever the keys
+    return alpha, alpha @ np.asarray(V, dtype=float)
+'''}},
+    "attend-values-times-weights": {"mistake": "matmul-shapes", "cells": {"attend": '''
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = softmax(K @ q / math.sqrt(q.shape[-1]))
+    return alpha, V @ alpha
+'''}},
+    # Taken from real public code (held out until their diagnoses were written).
+    "softmax-max-started-at-zero-nnlib": {"mistake": "softmax-shift-floored-at-zero",
+        "source": "FluxML/NNlib.jl@https://github.com/FluxML/NNlib.jl/pull/43:src/softmax.jl — the running maximum "
+                  "started at 0, so max(0, max z) was subtracted and a row of large negative scores gave 0/0 = nan",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    top = np.maximum(np.max(z, axis=axis, keepdims=True), 0.0)    # the running maximum starts at 0
+    e = np.exp(z - top)
+    return e / np.sum(e, axis=axis, keepdims=True)
+"""}},
+    "attend-softmax-over-a-length-one-axis-keqa": {"mistake": "softmax-wrong-axis",
+        "source": "DEEP-PolyU/KEQA_WSDM19@https://github.com/DEEP-PolyU/KEQA_WSDM19/issues/2:embedding.py — the "
+                  "attention scores had shape (n, 1) and the softmax ran along the axis of length 1, so every weight was 1.0",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    scores = (K @ q / math.sqrt(q.shape[-1]))[:, None]      # one column: (n_keys, 1)
+    alpha = softmax(scores, axis=-1)[:, 0]
+    return alpha, alpha @ V
+"""}},
+    "attend-scale-defaults-to-zero-skainet": {"mistake": "scores-scaled-wrongly",
+        "source": "SKaiNET-developers/SKaiNET@https://github.com/SKaiNET-developers/SKaiNET/pull/880 (issue #860) — the "
+                  "scale defaulted to 0 and was applied literally, so every score was multiplied by 0 and the weights "
+                  "came out uniform",
+        "cells": {"attend": """
+def attend(q, K, V, scale=0.0):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = softmax((K @ q) * scale)        # meant: 0 stands for 1 / sqrt(d_k)
+    return alpha, alpha @ V
+"""}},
+
 }
 
 CORRECT = {

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from selfcheck.chapter import get
-from selfcheck.checks import arrays, close, scale_mistake, that, unchanged, weight
+from selfcheck.checks import CheckFailed, arrays, close, scale_mistake, that, unchanged, weight
+from selfcheck.student import StudentError
 
 ONE = get("attention.one_query")
 SELECT = get("attention.select")
@@ -111,11 +112,16 @@ def test_attend_shapes(student):
     """attend(q, K, V) with 5 keys of width 3 and values of width 2: 5 weights, scaled by sqrt(d_k) = sqrt(3), output 2 numbers"""
     rng = np.random.default_rng(1)
     q, K, V = rng.normal(size=3), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
-    alpha, output = student.attend(q, K, V)
+    try:
+        alpha, output = student.attend(q, K, V)
+    except StudentError as exc:
+        if exc.kind == "error" and _written_in(student):
+            raise CheckFailed(f"attend(q, K, V) with 5 keys raised {exc.message}", HARD_CODED,
+                              "hard-coded-chapter") from None
+        raise
     hints = [(np.shape(alpha) == (2,) and np.shape(output) == (5,), "attend-swapped-pair",
               "the pair is (alpha, output), in that order"),
-             (np.shape(alpha) == (3,) and np.allclose(alpha, ONE["alpha"]), "hard-coded-chapter",
-              "the answer does not depend on the input: the chapter's numbers are written in, not computed"),
+             (np.shape(alpha) == (3,) and np.allclose(alpha, ONE["alpha"]), "hard-coded-chapter", HARD_CODED),
              (np.shape(output) == (3,), "attend-mixes-keys",
               "the output mixes the keys (alpha @ K), not the values (alpha @ V)")]
     key, hint = next(((key, text) for condition, key, text in hints if condition), (None, None))
@@ -123,12 +129,30 @@ def test_attend_shapes(student):
          hint, key)
     that(np.shape(output) == (2,), f"output should have shape (2,) (the width of the values), got "
                                    f"{np.shape(output)}", hint, key)
-    close(np.sum(alpha), 1.0, "sum of alpha")
+    close(np.sum(alpha), 1.0, "sum of alpha", mistakes=[("softmax-wrong-axis", ONE_AXIS, 5.0)]
+          if np.allclose(alpha, 1.0) else [])
     raw = K @ q             # the chapter's examples have as many keys as d_k: here they differ
     weights = np.exp(raw / np.sqrt(3) - np.max(raw / np.sqrt(3)))
     mistake = scale_mistake(alpha, raw, 3, n_keys=5)
     close(alpha, weights / weights.sum(), "alpha for 5 keys of width 3", source="softmax of K q / sqrt(3)",
           mistakes=[(*mistake, alpha)] if mistake else [])
+
+
+ONE_AXIS = ("every weight is 1: the softmax ran along an axis of length 1 (scores shaped (n, 1)); take it over "
+            "the keys, the n scores K @ q")
+
+
+HARD_CODED = "the answer does not depend on the input: the chapter's numbers are written in, not computed"
+
+
+def _written_in(student):
+    """attend gives one answer for two different sets of three keys: its weights do not depend on them."""
+    try:
+        first, second = (np.asarray(student.attend(np.array([0.3, -0.2, 0.5]), keys, np.eye(3))[0], dtype=float)
+                         for keys in (np.eye(3), np.eye(3)[::-1] * 2))
+    except (StudentError, TypeError, ValueError):
+        return False
+    return first.shape == second.shape == (3,) and bool(np.allclose(first, second))
 
 
 def test_softmax_and_attend_take_lists_and_return_arrays(student):
@@ -154,7 +178,9 @@ def _check_query(student, q, K, V, chapter, name, source):
     raw = np.array(K) @ np.array(q)
     mistake = scale_mistake(alpha, raw, len(q), n_keys=len(K))
     close(alpha, chapter["alpha"], f"alpha for {name}", source=source,
-          mistakes=[(*mistake, alpha)] if mistake else [])
+          mistakes=[(*mistake, alpha)] if mistake else [("softmax-wrong-axis", ONE_AXIS, np.ones(len(K))),
+                                                        *([("hard-coded-chapter", HARD_CODED, alpha)]
+                                                          if _written_in(student) else [])])
     close(output, chapter["output"], f"output for {name}", source=source,
           mistakes=[("attend-output-transposed", "the output should be alpha @ V (weights times values), not V @ alpha",
                      np.array(V) @ np.array(chapter["alpha"]))])

@@ -8,6 +8,7 @@ likely mistake travels as data beside the words (``diagnosis`` and the catalogue
 ``mistake`` id), so nothing downstream ever reads it back out of a message.
 """
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -188,10 +189,10 @@ def equal(got: Any, expected: Any, what: str, *, source: str | None = None, reve
     if source:
         wanted += f" ({source})"
     text = f"{what}: {wanted}, got {fmt(got, 0) if np.ndim(got) else _plain(got)}."
-    for key, description, value in mistakes:
-        if np.shape(got) == np.shape(value) and bool(np.all(np.asarray(got) == value)):
-            raise CheckFailed(text, description, key)
-    raise CheckFailed(text)
+    named = [(key, description) for key, description, value in mistakes
+             if value is not None and np.shape(got) == np.shape(value) and bool(np.all(np.asarray(got) == value))]
+    raise CheckFailed(text, "; or ".join(dict.fromkeys(text for _, text in named)) or None,
+                      " or ".join(dict.fromkeys(key for key, _ in named)) or None)
 
 
 def _plain(value):
@@ -214,7 +215,8 @@ def implied_scale(weights: Any, raw_scores: Any) -> float | None:
     """What the raw scores were divided by, read back from softmax weights; None when unreadable.
 
     Within a row, log w_j - log w_k = (s_j - s_k) / scale for any two keys with
-    weight. Only weights that really are such a softmax give a number.
+    weight. Only weights that really are such a softmax give a number; equal weights
+    for scores that differ give infinity (the scores were multiplied by 0).
     """
     try:
         w = np.atleast_2d(np.asarray(weights, dtype=float))
@@ -231,7 +233,11 @@ def implied_scale(weights: Any, raw_scores: Any) -> float | None:
                 continue
             dl, ds = np.log(wr[keep]), sr[keep]
             dl, ds = dl - dl.mean(), ds - ds.mean()
-            if np.abs(ds).max() < 1e-6 or np.abs(dl).max() < 1e-9:
+            if np.abs(ds).max() < 1e-6:
+                continue
+            if np.abs(dl).max() < 1e-9:         # equal weights that sum to 1 for different scores: scale 0
+                if abs(wr.sum() - 1) < 1e-6:
+                    found.append(math.inf)
                 continue
             scale = float(ds @ ds / (ds @ dl))
             if not np.isfinite(scale) or np.abs(dl - ds / scale).max() > 1e-3 * (1 + np.abs(dl).max()):
@@ -252,13 +258,19 @@ def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",
     right = d_k ** 0.5
     if found is None or abs(found - right) <= 1e-3 * right:
         return None
-    names = [(1.0, "not divided at all"), (float(d_k), f"divided by {width} = {d_k}")]
-    names += [(size ** 0.5, f"divided by sqrt({name.replace('_', ' ')}) = sqrt({size})")
+    names = [(1.0, "not divided at all", "scores-not-scaled"),
+             (float(d_k), f"divided by {width} = {d_k}", "scores-divided-by-width"),
+             (2.0 / d_k, f"multiplied by {width} / 2 = {d_k / 2:g} ({width} ** 1 / 2 is ({width} ** 1) / 2)",
+              "scores-scaled-wrongly"),
+             (1.0 / right, f"multiplied by sqrt({width}) (divided by {width} ** -0.5) instead of divided by it",
+              "scores-scaled-wrongly")]
+    names += [(size ** 0.5, f"divided by sqrt({name.replace('_', ' ')}) = sqrt({size})", "scores-scaled-wrongly")
               for name, size in others.items()]
-    named = [text for value, text in names if abs(found - value) <= 1e-3 * value]
-    what = "; or ".join(named) if named else f"divided by {found:.4g}"
-    key = {names[0][1]: "scores-not-scaled", names[1][1]: "scores-divided-by-width"}.get(
-        named[0] if len(named) == 1 else "", "scores-scaled-wrongly")
+    named = ([("multiplied by 0 (a scale of 0), so every weight is the same", "scores-scaled-wrongly")]
+             if math.isinf(found) else
+             [(text, key) for value, text, key in names if abs(found - value) <= 1e-3 * value])
+    what = "; or ".join(text for text, _ in named) if named else f"divided by {found:.4g}"
+    key = " or ".join(dict.fromkeys(key for _, key in named)) or "scores-scaled-wrongly"
     return key, (f"the scores were {what}: divide them by the square root of the width {width}, "
                  f"sqrt({d_k}) = {right:.4g}")
 

@@ -177,7 +177,8 @@ def loss_curves(curves: Mapping[str, Sequence], log_every: int = 100, ax: _Axes 
     ``curves`` maps a variant to its curve (the mean loss of every ``log_every``
     steps) or to a list of curves, one per seed: then the line is their mean and
     a band spans the lowest to the highest. The first ``skip`` of training (10%, at least one point)
-    starts far above the rest and is left out of the y range, not of the lines.
+    starts far above the rest and is left out of the y range, not of the lines; ``skip=0`` keeps
+    every point in range, the starting loss included.
     """
     own_figure = ax is None
     ax = _axes(ax, (6.4, 4.2))
@@ -189,7 +190,7 @@ def loss_curves(curves: Mapping[str, Sequence], log_every: int = 100, ax: _Axes 
         (line,) = ax.plot(x, mean, lw=1.4, label=str(name))
         if len(runs) > 1:
             ax.fill_between(x, runs.min(axis=0), runs.max(axis=0), color=line.get_color(), alpha=0.2, lw=0)
-        start = min(max(1, int(skip * runs.shape[1])), runs.shape[1] - 1)
+        start = min(max(1, int(skip * runs.shape[1])), runs.shape[1] - 1) if skip > 0 else 0
         lows.append(np.nanmin(runs))
         tops.append(np.nanmax(runs[:, start:]))
     if lows and np.isfinite(lows).all() and np.isfinite(tops).all():

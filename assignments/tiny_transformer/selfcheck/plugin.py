@@ -49,6 +49,8 @@ class _Session:
         self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
         self.uses = notes.uses(nb, self.info["parts"])
         self.failing: dict[str, set[str]] = {}     # part -> the functions its failing public checks call
+        self.unwritten = notes.unwritten(self.code)   # function -> its cell, still raising NotImplementedError
+        self.set_aside: list[pytest.TestReport] = []  # failures of checks that call only those functions
         self.unloaded: list[str] = []
         self.student: Student | None = None
 
@@ -75,6 +77,7 @@ SESSION = pytest.StashKey[_Session]()     # the session's _Session, on pytest's 
 def pytest_configure(config: pytest.Config) -> None:
     """Read the notebook and start its process: the cells load at the first check."""
     session = config.stash[SESSION] = _Session(config)
+    config.pluginmanager.register(_NotWrittenYet(), "selfcheck-not-written-yet")
     if not (config.option.collectonly or config.option.help):
         try:
             session.handle().start_early()
@@ -150,6 +153,42 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
         if session.unloaded and ("defines no function" in message or "NameError" in message):
             message += " (a cell did not load: see the first check, `every cell loads`)"
         report.longrepr = f"{lean}\n{message}" if lean else message
+        called = notes.checked_names(getattr(item, "function", None))
+        if isinstance(call.excinfo.value, StudentError) and called and called <= session.unwritten.keys():
+            report.user_properties.append(("unwritten", sorted(called)))
+
+
+class _NotWrittenYet:
+    """The failures of checks that only call functions not written yet are one paragraph, not one
+    section each: set aside while pytest writes its failures, then put back, for its short summary
+    and its counts."""
+
+    @pytest.hookimpl(wrapper=True, trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        state = session.config.stash.get(SESSION, None)
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if state is not None and reporter is not None:
+            failed = reporter.stats.get("failed", [])
+            aside = [r for r in failed if any(k == "unwritten" for k, _ in getattr(r, "user_properties", ()))]
+            if len(aside) > 1:
+                state.set_aside = aside
+                reporter.stats["failed"] = [r for r in failed if r not in aside]
+        return (yield)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+        state = config.stash[SESSION]
+        if not state.set_aside:
+            return
+        terminalreporter.stats.setdefault("failed", []).extend(state.set_aside)
+        order = list(state.unwritten)
+        called: set[str] = set()
+        for report in state.set_aside:
+            for key, names in report.user_properties:
+                if key == "unwritten" and isinstance(names, list):
+                    called.update(names)
+        functions = sorted(called, key=order.index)
+        terminalreporter.write_sep("_", "not written yet")
+        terminalreporter.write_line(notes.not_written(functions, state.unwritten, state.code, len(state.set_aside)))
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
