@@ -14,7 +14,12 @@ rename or remove it. Below it everything is the instructor's (the account that r
 ``<root>/<course>/feedback``  0711  a student reaches only the page named for them
 ==========================  ======  ==================================================
 
-and no folder above the root may be changed by another account. nbgrader 0.9.6 works with
+and no folder above the root may be changed by another account. A hand-in's time is the latest
+ctime of its files (:mod:`autograder.grade.submission_time`), so the exchange must be on a
+filesystem that records every write in it, a write through a memory mapping included: on tmpfs a
+student who mapped their notebook before the deadline could change it after and keep the time.
+:func:`setup` refuses such a filesystem, :func:`problems` names it, and :func:`doubts` one it
+does not know. nbgrader 0.9.6 works with
 the sticky root: its release_assignment compares only the root's ``0777`` bits with the
 ``0777`` it wants (and would chmod it to ``0777``, dropping the sticky bit, were they
 different), and fetch, submit, collect and the feedback commands only check that they may
@@ -29,6 +34,7 @@ import stat
 from autograder.course.config import Course
 from autograder.course.private import account
 from autograder.errors import CourseError
+from autograder.grade import submission_time
 from autograder.nbgrader.settings import settings
 
 # (path below the root, mode, why that mode)
@@ -65,6 +71,7 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
     look like the course's."""
     made = {}
     top = root(course, out)
+    refuse_filesystem(top)
     for path, mode, _ in levels(course, out):
         try:
             os.makedirs(path)
@@ -83,11 +90,24 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
     return made
 
 
+def refuse_filesystem(top: str) -> None:
+    """CourseError, saying why, when an exchange at ``top`` would be on a filesystem whose ctimes
+    cannot time hand-ins (tmpfs)."""
+    why = submission_time.ctime_problem(os.path.abspath(top))
+    if why:
+        raise CourseError(why)
+
+
+def _existing(path: str) -> str:
+    """``path``, or the nearest folder above it that exists: where it would be made."""
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
 def _cannot_make(path: str, top: str) -> str:
     """Why this account cannot create the exchange's level ``path``, and whose the root must be."""
-    above = os.path.dirname(path)
-    while not os.path.isdir(above) and above != os.path.dirname(above):
-        above = os.path.dirname(above)
+    above = _existing(os.path.dirname(path))
     info = os.stat(above)
     me = account(os.geteuid())
     if path == top:
@@ -100,7 +120,7 @@ def _cannot_make(path: str, top: str) -> str:
 def problems(course: Course, out: str | None = None) -> list[str]:
     """What is wrong with the exchange's owners and modes, one line each (empty when nothing is)."""
     top = root(course, out)
-    lines = _above(top)
+    lines = _above(top) + [why for why in [submission_time.ctime_problem(top)] if why]
     me = account(os.geteuid())
     fix = "`course exchange --setup` sets it"
     for path, mode, why in levels(course, out):
@@ -123,6 +143,12 @@ def problems(course: Course, out: str | None = None) -> list[str]:
             lines.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, not {mode:04o}, which it needs "
                          f"because {why}; {hint}")
     return lines
+
+
+def doubts(course: Course, out: str | None = None) -> list[str]:
+    """What the course cannot tell about the exchange, one line each: a filesystem it does not
+    know to record every write in a hand-in's time (:func:`problems` names one known not to)."""
+    return [why for why in [submission_time.ctime_doubt(root(course, out))] if why]
 
 
 def _above(top: str) -> list[str]:

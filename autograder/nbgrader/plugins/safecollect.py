@@ -87,6 +87,9 @@ class SafeCollect(ExchangeCollect):
             self.fail(f"Course not found: {self.inbound_path}")
         if not check_mode(self.inbound_path, read=True, execute=True):
             self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
+        why = submission_time.ctime_problem(self.inbound_path) or submission_time.ctime_doubt(self.inbound_path)
+        if why:
+            self.log.warning("The hand-ins' times may be too early: %s", why)
         with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
             try:
                 self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
