@@ -28,7 +28,9 @@ folder the instructor does not own; :func:`problems` says so before they do, lev
 """
 
 import contextlib
+import grp
 import os
+import pwd
 import stat
 
 from autograder.course.config import Course
@@ -142,7 +144,26 @@ def problems(course: Course, out: str | None = None) -> list[str]:
                 f"ask {account(info.st_uid)} to `chmod {mode:o} {path}` (you are {me})"
             lines.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, not {mode:04o}, which it needs "
                          f"because {why}; {hint}")
+        if mode & stat.S_ISGID:
+            lines += _group_problem(path, info)
     return lines
+
+
+def _group_problem(path: str, info: os.stat_result) -> list[str]:
+    """``inbound/``'s group, which every hand-in takes: the students' configuration makes a hand-in
+    readable by that group alone (deploy/jupyter/course/), so it must hold no account but the instructor."""
+    try:
+        group = grp.getgrgid(info.st_gid)
+    except KeyError:
+        return []
+    members = set(group.gr_mem) | {user.pw_name for user in pwd.getpwall() if user.pw_gid == info.st_gid}
+    others = sorted(members - {account(info.st_uid), "root"})
+    if not others:
+        return []
+    more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+    return [f"{path}: its group {group.gr_name} holds {', '.join(others[:3])}{more}: every hand-in takes that "
+            f"group, so they could read the hand-ins the students' configuration makes private; "
+            f"chgrp a group of yours alone {path}"]
 
 
 def doubts(course: Course, out: str | None = None) -> list[str]:
