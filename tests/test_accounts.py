@@ -217,7 +217,7 @@ def accounts():
                 pwd.getpwnam(name)
 
 
-def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, accounts):
+def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, accounts, capsys):
     from test_batch import only_first
     copy = course_copy(only_first)
     assignment = copy.assignments[0]
@@ -317,3 +317,9 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
         assert f"{part.id}: {part.points:g} / {part.points:g}" in text
     accounts.nbgrader(eve, copy, "fetch_feedback", assignment.id, f"--student={ada}", check=False)
     assert not glob.glob(os.path.join(pwd.getpwnam(eve).pw_dir, assignment.id, "feedback", "*", "*.html"))
+    # every hand-in takes inbound/'s group, which may read the private ones: one holding a
+    # student is a problem `course exchange` names
+    os.chown(inbound, -1, pwd.getpwnam(eve).pw_gid)
+    capsys.readouterr()
+    assert cli.main(["--config", copy.path, "exchange", copy.root]) == 1
+    assert f"problem: {inbound}: its group {eve} holds {eve}: every hand-in takes" in capsys.readouterr().err

@@ -14,17 +14,21 @@ rename or remove it. Below it everything is the instructor's (the account that r
 ``<root>/<course>/feedback``  0711  a student reaches only the page named for them
 ==========================  ======  ==================================================
 
-and no folder above the root may be changed by another account. A hand-in's time is the latest
-ctime of its files (:mod:`autograder.grade.submission_time`), so the exchange must be on a
-filesystem that records every write in it, a write through a memory mapping included: on tmpfs a
-student who mapped their notebook before the deadline could change it after and keep the time.
-:func:`setup` refuses such a filesystem, :func:`problems` names it, and :func:`doubts` one it
-does not know. nbgrader 0.9.6 works with
+and no folder above the root may be changed by another account. nbgrader 0.9.6 works with
 the sticky root: its release_assignment compares only the root's ``0777`` bits with the
 ``0777`` it wants (and would chmod it to ``0777``, dropping the sticky bit, were they
 different), and fetch, submit, collect and the feedback commands only check that they may
 read or write it. Its release_assignment and release_feedback refuse a course or feedback
 folder the instructor does not own; :func:`problems` says so before they do, level by level.
+
+Every hand-in takes ``inbound/``'s group (its set-group-id bit), and the students' settings
+(deploy/jupyter/course/) make a hand-in readable by that group alone, so it must hold no account
+but the instructor. A hand-in's time is the latest ctime of its files
+(:mod:`autograder.grade.submission_time`), so the exchange must be on a filesystem that records
+every write, a write through a memory mapping included: on tmpfs a student who mapped their
+notebook before the deadline could change it after and keep the time. :func:`setup` refuses
+such a filesystem, :func:`problems` names it (and a shared group), and :func:`doubts` names a
+filesystem the course does not know.
 """
 
 import contextlib
@@ -122,7 +126,7 @@ def _cannot_make(path: str, top: str) -> str:
 def problems(course: Course, out: str | None = None) -> list[str]:
     """What is wrong with the exchange's owners and modes, one line each (empty when nothing is)."""
     top = root(course, out)
-    lines = _above(top) + [why for why in [submission_time.ctime_problem(top)] if why]
+    lines = _above(top) + [why for why in [submission_time.ctime_problem(_inbound(course, out))] if why]
     me = account(os.geteuid())
     fix = "`course exchange --setup` sets it"
     for path, mode, why in levels(course, out):
@@ -169,7 +173,12 @@ def _group_problem(path: str, info: os.stat_result) -> list[str]:
 def doubts(course: Course, out: str | None = None) -> list[str]:
     """What the course cannot tell about the exchange, one line each: a filesystem it does not
     know to record every write in a hand-in's time (:func:`problems` names one known not to)."""
-    return [why for why in [submission_time.ctime_doubt(root(course, out))] if why]
+    return [why for why in [submission_time.ctime_doubt(_inbound(course, out))] if why]
+
+
+def _inbound(course: Course, out: str | None) -> str:
+    """Where the hand-ins are: ``<root>/<course>/inbound``."""
+    return os.path.join(root(course, out), course.course_id, "inbound")
 
 
 def _above(top: str) -> list[str]:

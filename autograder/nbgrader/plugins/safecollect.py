@@ -6,13 +6,13 @@ as a file with their text) and taking only the files the release declares
 refuses a hand-in whose folder belongs neither to the student it
 names nor to the instructor collecting (nbgrader only warns): a student who
 submits as someone else is left out, and that student's own latest hand-in
-is collected instead. Inside a hand-in it takes only what the folder's owner made: nbgrader's
-submit leaves the folder writable by every account, so a classmate who learns its name may add
-or replace files there, and those are left out, named (the course's students' configuration,
-deploy/jupyter/course/, makes hand-ins private instead; collect says how many were not). A hand-in carrying the submission secret of another
-student's earlier hand-in is refused too, naming both: release_feedback names
-a feedback page by that secret alone, so a copied secret would put one
-student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
+is collected instead. Inside a hand-in it takes only what the folder's owner made:
+nbgrader's submit leaves the folder writable by every account, so a classmate who learns its
+name may add or replace files there, and those are left out, named (the course's settings for
+students, deploy/jupyter/course/, make hand-ins private instead; collect says how many were
+not). A hand-in carrying the submission secret of another student's earlier hand-in is refused
+too, naming both: release_feedback names a feedback page by that secret alone, so a copied
+secret would put one student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
 parse, a file, a link) is left out with a warning, never stopping the
 others; its time is the one the exchange saw (:mod:`autograder.grade.submission_time`),
 never the one the student wrote. Every name it logs shows its control characters as
