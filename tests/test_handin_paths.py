@@ -433,13 +433,15 @@ def test_an_exchange_on_tmpfs_is_refused_and_collect_from_one_says_so(course, as
         assert err.count("\n") == 1 and f"error: {root} is on tmpfs, which never records a write made " \
             "through a memory mapping" in err and "ext4, xfs, btrfs or NFS" in err, err
         assert os.listdir(shm) == [] and open(copy.path).read() == before
+        # a filesystem the course knows neither way is named too, as one to check
+        assert "/proc is on proc, which the course does not know to record" in submission_time.ctime_doubt("/proc")
         copy = config.write_exchange_root(copy, root)         # made by hand, level by level
         for path, mode, _ in exchange.levels(copy):
             os.makedirs(path)
             os.chmod(path, mode)
+        inbound = os.path.join(root, copy.course_id, "inbound")
         assert cli.main(["--config", copy.path, "exchange", copy.root]) == 1
-        assert f"problem: {root} is on tmpfs" in capsys.readouterr().err
-        inbound = os.path.join(exchange.root(copy), copy.course_id, "inbound")
+        assert f"problem: {inbound} is on tmpfs" in capsys.readouterr().err
         name = f"{FULL}+{assignment.id}+2026-12-01 10:00:00.000000 UTC+abc123"
         _hand_in(copy, os.path.join(inbound, "tmp"), FULL, assignment, cohort.solved(copy, assignment))
         os.rename(os.path.join(inbound, "tmp", FULL, assignment.id), os.path.join(inbound, name))
