@@ -417,7 +417,8 @@ def test_an_exchange_on_tmpfs_is_refused_and_collect_from_one_says_so(course, as
     """tmpfs never records a write made through a memory mapping, so a notebook mapped before the
     deadline and changed through the mapping after it keeps its on-time ctime: `course exchange
     --setup` refuses such a root in one line and makes nothing, `course exchange` names one made by
-    hand as a problem, and nbgrader's collect from it warns that the times may be too early."""
+    hand as a problem, and nbgrader's collect from it warns that the times may be too early. An
+    exchange no other account can reach (one account's course) may be there."""
     from autograder import cli
     from autograder.grade import submission_time
     if submission_time.filesystem("/dev/shm") != "tmpfs":
@@ -426,6 +427,7 @@ def test_an_exchange_on_tmpfs_is_refused_and_collect_from_one_says_so(course, as
     with open(copy.path) as fh:
         before = fh.read()
     shm = tempfile.mkdtemp(prefix="exchange-", dir="/dev/shm")
+    os.chmod(shm, 0o755)                # where students reach it; inside a private folder none hands in
     try:
         root = os.path.join(shm, "exchange")
         assert cli.main(["--config", copy.path, "exchange", copy.root, "--setup", "--root", root]) == 2
@@ -450,5 +452,11 @@ def test_an_exchange_on_tmpfs_is_refused_and_collect_from_one_says_so(course, as
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert f"The hand-ins' times may be too early: {inbound} is on tmpfs" in proc.stderr, proc.stderr[-3000:]
         assert os.path.isdir(os.path.join(copy.root, "submitted", FULL, assignment.id))
+        # on one account, inside a folder no other account passes, nobody else hands in: no problem
+        mine = os.path.join(shm, "mine")
+        os.mkdir(mine, 0o700)
+        capsys.readouterr()
+        assert cli.main(["--config", copy.path, "exchange", copy.root, "--setup", "--root", f"{mine}/x"]) == 0
+        assert "tmpfs" not in capsys.readouterr().err
     finally:
         shutil.rmtree(shm, ignore_errors=True)

@@ -38,7 +38,7 @@ import pwd
 import stat
 
 from autograder.course.config import Course
-from autograder.course.private import account
+from autograder.course.private import account, readable_by_others
 from autograder.errors import CourseError
 from autograder.grade import submission_time
 from autograder.nbgrader.settings import settings
@@ -97,11 +97,18 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
 
 
 def refuse_filesystem(top: str) -> None:
-    """CourseError, saying why, when an exchange at ``top`` would be on a filesystem whose ctimes
-    cannot time hand-ins (tmpfs)."""
-    why = submission_time.ctime_problem(os.path.abspath(top))
+    """CourseError, saying why, when students could hand in at ``top`` and it would be on a
+    filesystem whose ctimes cannot time hand-ins (tmpfs)."""
+    why = _for_students(top) and submission_time.ctime_problem(os.path.abspath(top))
     if why:
         raise CourseError(why)
+
+
+def _for_students(path: str) -> bool:
+    """Whether other accounts reach ``path`` (where it would be made, when it is not there): an
+    exchange inside a folder of the instructor's alone (the course folder, on one account) has
+    no students handing in, so neither its filesystem nor its group matters."""
+    return readable_by_others(_existing(os.path.abspath(path)))
 
 
 def _existing(path: str) -> str:
@@ -126,7 +133,11 @@ def _cannot_make(path: str, top: str) -> str:
 def problems(course: Course, out: str | None = None) -> list[str]:
     """What is wrong with the exchange's owners and modes, one line each (empty when nothing is)."""
     top = root(course, out)
-    lines = _above(top) + [why for why in [submission_time.ctime_problem(_inbound(course, out))] if why]
+    lines = _above(top)
+    shared = _for_students(top)
+    unstamped = shared and submission_time.ctime_problem(_inbound(course, out))
+    if unstamped:
+        lines.append(unstamped)
     me = account(os.geteuid())
     fix = "`course exchange --setup` sets it"
     for path, mode, why in levels(course, out):
@@ -148,7 +159,7 @@ def problems(course: Course, out: str | None = None) -> list[str]:
                 f"ask {account(info.st_uid)} to `chmod {mode:o} {path}` (you are {me})"
             lines.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, not {mode:04o}, which it needs "
                          f"because {why}; {hint}")
-        if mode & stat.S_ISGID:
+        if mode & stat.S_ISGID and shared:
             lines += _group_problem(path, info)
     return lines
 
@@ -173,7 +184,8 @@ def _group_problem(path: str, info: os.stat_result) -> list[str]:
 def doubts(course: Course, out: str | None = None) -> list[str]:
     """What the course cannot tell about the exchange, one line each: a filesystem it does not
     know to record every write in a hand-in's time (:func:`problems` names one known not to)."""
-    return [why for why in [submission_time.ctime_doubt(_inbound(course, out))] if why]
+    why = _for_students(root(course, out)) and submission_time.ctime_doubt(_inbound(course, out))
+    return [why] if why else []
 
 
 def _inbound(course: Course, out: str | None) -> str:
