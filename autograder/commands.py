@@ -182,6 +182,8 @@ def cmd_exchange(course: config.Course, args: argparse.Namespace) -> int:
     from autograder.course import private
     from autograder.nbgrader import exchange, settings
     out = os.path.abspath(args.dir)
+    if args.setup:
+        exchange.refuse_filesystem(args.root or exchange.root(course, out))
     if args.root and os.path.abspath(args.root) != exchange.root(course, out):
         if not args.setup:
             print(f"error: {os.path.abspath(args.root)} is not this course's exchange "
@@ -202,6 +204,8 @@ def cmd_exchange(course: config.Course, args: argparse.Namespace) -> int:
     problems = exchange.problems(course, out) + private.problems(course, out)
     for line in problems:
         print(f"problem: {line}", file=sys.stderr)
+    for line in exchange.doubts(course, out):
+        print(f"warning: {line}", file=sys.stderr)
     if not problems:
         print(f"exchange ready: {root} (students: --Exchange.root={root} --course={course.course_id})")
     if any(os.path.realpath(root).startswith(os.path.realpath(f) + os.sep) for f in (course.root, out)):

@@ -4,7 +4,9 @@ As root, the test creates the accounts (removed at the end, whatever happens) an
 every student command as that student: release, fetch, submit (one student also submits
 under a classmate's name), collect, `course grade`, feedback released and fetched. It checks
 what the README promises: no student can list the hand-ins (and so find another's), the impostor's
-hand-in is refused at collect while the real student's is kept, a hand-in renamed to end in
+hand-in is refused at collect while the real student's is kept, a hand-in submitted with the
+course's configuration for students (the hub's) is its student's and the instructor's alone, and a
+notebook a classmate put into one nbgrader's own submit left open is left out, named; a hand-in renamed to end in
 terminal escapes is left out, the file names students chose reach the instructor's terminal
 as visible escapes, and each feedback page reaches its own student only.
 """
@@ -17,6 +19,7 @@ import os
 import pwd
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -82,6 +85,17 @@ def python_shown():
 
 
 ESCAPING = "\x1b]0;pwned\x07\x1b[2J\x1b]52;c;cHduZWQ=\x07.txt"    # a title, a clear screen, the clipboard
+# a classmate who learned hand-in folders' names puts their own notebook in each
+REPLACE = """
+import os, shutil, sys
+for folder in sys.argv[2:]:
+    try:
+        os.unlink(os.path.join(folder, os.path.basename(sys.argv[1])))
+        shutil.copy(sys.argv[1], folder)
+        print("replaced")
+    except OSError:
+        print("refused")
+"""
 OWNER = "owner.pid"     # in each run's folder of homes: the pid of the test run that made them
 
 
@@ -138,8 +152,9 @@ class Accounts:
         return name
 
     @contextlib.contextmanager
-    def _as(self, name, cwd=None):
-        """The keyword arguments of a process run as ``name`` (in its home, unless ``cwd``)."""
+    def _as(self, name, cwd=None, env=None):
+        """The keyword arguments of a process run as ``name`` (in its home, unless ``cwd``), with
+        ``env`` added to its environment."""
         entry = pwd.getpwnam(name)
 
         def preexec():
@@ -148,12 +163,12 @@ class Accounts:
             os.setresgid(entry.pw_gid, entry.pw_gid, entry.pw_gid)
             os.setresuid(entry.pw_uid, entry.pw_uid, entry.pw_uid)
         env = {"PATH": BIN + os.pathsep + "/usr/bin:/bin", "HOME": entry.pw_dir, "USER": name,
-               "LOGNAME": name, "MPLBACKEND": "Agg"}
+               "LOGNAME": name, "MPLBACKEND": "Agg", **(env or {})}
         with python_shown() as show:
             yield {"env": env, "cwd": cwd or entry.pw_dir, "text": True, "preexec_fn": preexec}
 
-    def run(self, name, argv, check=True, cwd=None):
-        with self._as(name, cwd) as how:
+    def run(self, name, argv, check=True, cwd=None, env=None):
+        with self._as(name, cwd, env) as how:
             done = subprocess.run(argv, capture_output=True, timeout=300, **how)
         assert not check or done.returncode == 0, f"{name}: {' '.join(argv)}\n{done.stdout}\n{done.stderr}"
         return done
@@ -168,9 +183,9 @@ class Accounts:
             finally:
                 proc.kill()
 
-    def nbgrader(self, name, course, *args, check=True):
+    def nbgrader(self, name, course, *args, check=True, env=None):
         return self.run(name, [os.path.join(BIN, "nbgrader"), *args, f"--course={course.course_id}",
-                               f"--Exchange.root={course.exchange_root}"], check=check)
+                               f"--Exchange.root={course.exchange_root}"], check=check, env=env)
 
     def probe(self, name, *paths):
         return json.loads(self.run(name, [sys.executable, "-c", PROBE, *paths]).stdout)
@@ -202,7 +217,7 @@ def accounts():
                 pwd.getpwnam(name)
 
 
-def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, accounts):
+def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, accounts, capsys):
     from test_batch import only_first
     copy = course_copy(only_first)
     assignment = copy.assignments[0]
@@ -231,7 +246,11 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
     with open(planted, "w") as fh:
         fh.write("x")
     os.chown(planted, pwd.getpwnam(ada).pw_uid, pwd.getpwnam(ada).pw_gid)
-    accounts.nbgrader(ada, copy, "submit", assignment.id)
+    # ada submits as the hub's servers do, with the course's configuration for students; bob with
+    # nbgrader's own, which leaves his hand-in writable by every account
+    students = {"JUPYTER_CONFIG_PATH": os.path.join(config.ROOT, "deploy", "jupyter", "course"),
+                "COURSE_EXCHANGE_ROOT": exchange, "COURSE_ID": copy.course_id}
+    accounts.nbgrader(ada, copy, "submit", assignment.id, env=students)
     accounts.nbgrader(bob, copy, "submit", assignment.id)
     accounts.nbgrader(eve, copy, "submit", assignment.id)
     accounts.nbgrader(eve, copy, "submit", assignment.id, f"--student={ada}")   # later than ada's
@@ -248,6 +267,18 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
     suffixes = [os.path.basename(p).rsplit("+", 1)[1] for p in handed_in]
     assert len(set(suffixes)) == 4 and all(len(x) == 12 for x in suffixes)
     assert ada_own and bobs
+    # eve, who learned both names, tries to put her own solved notebook in their place: ada's
+    # hand-in is hers and the instructor's alone, bob's lets eve in
+    assert stat.S_IMODE(os.stat(ada_own[0]).st_mode) == 0o770
+    secret = os.path.join(ada_own[0], "submission_secret.txt")
+    assert accounts.probe(eve, ada_own[0], secret) == {ada_own[0]: {"list": False, "read": False},
+                                                        secret: {"list": False, "read": False}}
+    forged = os.path.join(pwd.getpwnam(eve).pw_dir, assignment.notebook)
+    with open(forged, "w") as fh:
+        json.dump(cohort.solved(copy, assignment), fh)
+    os.chown(forged, pwd.getpwnam(eve).pw_uid, pwd.getpwnam(eve).pw_gid)
+    replaced = accounts.run(eve, [sys.executable, "-c", REPLACE, forged, ada_own[0], bobs[0]]).stdout.split()
+    assert replaced == ["refused", "replaced"], replaced
     # eve renames her own hand-in (the folder is hers, inbound/ lets her) to end in escapes
     eves = next(p for p in handed_in if os.path.basename(p).startswith(eve + "+"))
     accounts.run(eve, [sys.executable, "-c", "import os, sys; os.rename(*sys.argv[1:])", eves,
@@ -256,6 +287,9 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
     collected = instructor("collect", assignment.id)
     said = collected.stdout + collected.stderr
     assert "owned by" in said          # eve's hand-in, refused by name
+    # the notebook eve put in bob's hand-in is left out, named; collect says bob's was open to all
+    assert f"Left out of {bobs[0]}: {assignment.notebook} (owned by {eve}, not by {bob})" in said, said[-3000:]
+    assert "1 hand-in could be changed by every account" in said, said[-3000:]
     # what the students named reaches the instructor's terminal as text, and eve's renamed
     # hand-in is left out
     assert not [c for c in ("\x1b", "\x07") if c in said], said[-3000:]
@@ -267,19 +301,25 @@ def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, acc
     batch = pipeline.grade(copy, submitted, copy.root, jobs=2)
     scores = {r.student: r.score for r in batch.records}
     full = sum(p.points for p in assignment.parts)
-    assert scores == {ada: full, bob: 0}              # ada's own notebook, not eve's stub
+    assert scores == {ada: full, bob: 0}              # ada's own notebook, not eve's stub; not eve's in bob's
     assert not any(r.grader_error for r in batch.records)
+    assert "no notebook" in next(r.problem for r in batch.records if r.student == bob)
 
     instructor("generate_feedback", assignment.id)
     instructor("release_feedback", assignment.id)
     feedback = os.path.join(exchange, copy.course_id, "feedback")
     assert not accounts.probe(eve, feedback)[feedback]["list"]
-    for name, score in ((ada, full), (bob, 0)):
-        accounts.nbgrader(name, copy, "fetch_feedback", assignment.id)
-        pages = glob.glob(os.path.join(pwd.getpwnam(name).pw_dir, assignment.id, "feedback", "*", "*.html"))
-        assert len(pages) == 1, name
-        text = open(pages[0]).read()
-        for part in assignment.parts:               # the verdicts of this student's own notebook
-            assert f"{part.id}: {part.points if score else 0:g} / {part.points:g}" in text, name
+    accounts.nbgrader(ada, copy, "fetch_feedback", assignment.id)
+    pages = glob.glob(os.path.join(pwd.getpwnam(ada).pw_dir, assignment.id, "feedback", "*", "*.html"))
+    assert len(pages) == 1, pages
+    text = open(pages[0]).read()
+    for part in assignment.parts:               # the verdicts of ada's own notebook
+        assert f"{part.id}: {part.points:g} / {part.points:g}" in text
     accounts.nbgrader(eve, copy, "fetch_feedback", assignment.id, f"--student={ada}", check=False)
     assert not glob.glob(os.path.join(pwd.getpwnam(eve).pw_dir, assignment.id, "feedback", "*", "*.html"))
+    # every hand-in takes inbound/'s group, which may read the private ones: one holding a
+    # student is a problem `course exchange` names
+    os.chown(inbound, -1, pwd.getpwnam(eve).pw_gid)
+    capsys.readouterr()
+    assert cli.main(["--config", copy.path, "exchange", copy.root]) == 1
+    assert f"problem: {inbound}: its group {eve} holds {eve}: every hand-in takes" in capsys.readouterr().err

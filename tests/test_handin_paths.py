@@ -17,10 +17,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
 
+from autograder.course import config
 from autograder.mistakes import cohort
 from autograder.nbgrader import apps, exchange, gradebook, settings
 from autograder.release import assignments
@@ -409,3 +411,52 @@ def test_collect_refuses_a_hand_in_carrying_a_classmates_secret(course, assignme
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert (submitted / "mallory" / assignment.id / "submission_secret.txt").read_text() == "be" * 64
     assert "alice's hand-in" in proc.stderr, proc.stderr[-3000:]
+
+
+def test_an_exchange_on_tmpfs_is_refused_and_collect_from_one_says_so(course, assignment, course_copy, capsys):
+    """tmpfs never records a write made through a memory mapping, so a notebook mapped before the
+    deadline and changed through the mapping after it keeps its on-time ctime: `course exchange
+    --setup` refuses such a root in one line and makes nothing, `course exchange` names one made by
+    hand as a problem, and nbgrader's collect from it warns that the times may be too early. An
+    exchange no other account can reach (one account's course) may be there."""
+    from autograder import cli
+    from autograder.grade import submission_time
+    if submission_time.filesystem("/dev/shm") != "tmpfs":
+        pytest.skip("/dev/shm is not tmpfs here")
+    copy = course_copy()
+    with open(copy.path) as fh:
+        before = fh.read()
+    shm = tempfile.mkdtemp(prefix="exchange-", dir="/dev/shm")
+    os.chmod(shm, 0o755)                # where students reach it; inside a private folder none hands in
+    try:
+        root = os.path.join(shm, "exchange")
+        assert cli.main(["--config", copy.path, "exchange", copy.root, "--setup", "--root", root]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"error: {root} is on tmpfs, which never records a write made " \
+            "through a memory mapping" in err and "ext4, xfs, btrfs or NFS" in err, err
+        assert os.listdir(shm) == [] and open(copy.path).read() == before
+        # a filesystem the course knows neither way is named too, as one to check
+        assert "/proc is on proc, which the course does not know to record" in submission_time.ctime_doubt("/proc")
+        copy = config.write_exchange_root(copy, root)         # made by hand, level by level
+        for path, mode, _ in exchange.levels(copy):
+            os.makedirs(path)
+            os.chmod(path, mode)
+        inbound = os.path.join(root, copy.course_id, "inbound")
+        assert cli.main(["--config", copy.path, "exchange", copy.root]) == 1
+        assert f"problem: {inbound} is on tmpfs" in capsys.readouterr().err
+        name = f"{FULL}+{assignment.id}+2026-12-01 10:00:00.000000 UTC+abc123"
+        _hand_in(copy, os.path.join(inbound, "tmp"), FULL, assignment, cohort.solved(copy, assignment))
+        os.rename(os.path.join(inbound, "tmp", FULL, assignment.id), os.path.join(inbound, name))
+        shutil.rmtree(os.path.join(inbound, "tmp"))
+        proc = _run([os.path.join(BIN, "nbgrader"), "collect", assignment.id], copy.root)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert f"The hand-ins' times may be too early: {inbound} is on tmpfs" in proc.stderr, proc.stderr[-3000:]
+        assert os.path.isdir(os.path.join(copy.root, "submitted", FULL, assignment.id))
+        # on one account, inside a folder no other account passes, nobody else hands in: no problem
+        mine = os.path.join(shm, "mine")
+        os.mkdir(mine, 0o700)
+        capsys.readouterr()
+        assert cli.main(["--config", copy.path, "exchange", copy.root, "--setup", "--root", f"{mine}/x"]) == 0
+        assert "tmpfs" not in capsys.readouterr().err
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)

@@ -5,7 +5,8 @@ the grading account, who owns the private course folder and opens the exchange),
 127.0.0.1, formgrader on a Unix socket behind a port below 1024, and each server on a domain of its
 own below hub.localhost, and goes through a term in the browser: each student logs in with PAM,
 fetches `attention` in the Assignments tab, writes the reference solution (one of them half of it),
-runs a check cell, presses Validate and submits; a student is refused at formgrader; the TA opens
+runs a check cell, presses Validate and submits (a hand-in theirs and the grading account's alone);
+a student is refused at formgrader; the TA opens
 formgrader through the hub's Services menu, where a student's page in the same browser can call none
 of it, collects, autogrades (as the grading account: the same scores as `course grade`), grades a
 written answer and releases feedback; each student fetches their own, and "(view feedback)" opens
@@ -402,6 +403,11 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
         fetched.get_by_role("button", name="Submit").click()
         page.locator("#submitted_assignments_list .list_item", has_text="attention").first.wait_for()
         _shot(page, f"student{n}-4-submitted", SHOTS)
+        # the hand-in is the student's and the grading account's alone: no classmate who learns its
+        # name reads it, adds to it or changes its time
+        handed_in = glob.glob(os.path.join(glob.escape(course.exchange_root), course.course_id, "inbound", f"{name}+*"))
+        assert handed_in and all(stat.S_IMODE(os.stat(p).st_mode) == 0o770 and os.stat(p).st_gid ==
+                                 pwd.getpwnam(hub.grader).pw_gid for p in handed_in), handed_in
 
     # a student is no grader: formgrader's service refuses them
     response = pages[bob].goto(f"{hub.formgrader}/formgrader")

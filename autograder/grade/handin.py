@@ -19,6 +19,7 @@ import re
 import stat
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
+from autograder.course.private import account
 from autograder.grade import submission_time
 from selfcheck.program import MAX_NOTEBOOK_BYTES, NotebookError
 
@@ -33,6 +34,18 @@ class Refused(Exception):
 
 class Missing(Refused):
     """The file or folder is not there at all."""
+
+
+class NotTheirs(Refused):
+    """A file or folder in a hand-in that another account made (nbgrader's submit leaves a
+    hand-in's folder writable by every account)."""
+
+
+def _check_owner(fd: int, owner: int | None) -> None:
+    """NotTheirs (its message: whose it is) when ``owner`` is given and does not own the file open at ``fd``."""
+    uid = os.fstat(fd).st_uid
+    if owner is not None and uid != owner:
+        raise NotTheirs(f"owned by {account(uid)}, not by {account(owner)}")
 
 
 def _check_name(name):
@@ -75,14 +88,16 @@ def folder(base: str, *names: str) -> Iterator[int]:
         os.close(fd)
 
 
-def read_at(fd: int, name: str, limit: int, shown: str | None = None) -> bytes:
+def read_at(fd: int, name: str, limit: int, shown: str | None = None, owner: int | None = None) -> bytes:
     """The bytes of the regular file ``name`` in the folder open at ``fd``: at most ``limit + 1``,
-    so that the caller can tell a file that is too large."""
+    so that the caller can tell a file that is too large. With ``owner``, NotTheirs when another
+    account owns it."""
     handle = _open(fd, name, _FILE, shown or name, "file")
     with os.fdopen(handle, "rb") as fh:
         try:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
                 raise Refused(f"{shown or name} is not a regular file")
+            _check_owner(fh.fileno(), owner)
             return fh.read(limit + 1)
         except OSError as exc:
             raise Refused(f"{shown or name} could not be read ({exc.strerror})") from None
@@ -190,9 +205,10 @@ def declared(release: str) -> set[str]:
 
 def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget: list[int],
                 ignore: Callable[[str, list[str]], Iterable[str]] | None = None,
-                prefix: str = "") -> tuple[list[tuple[str, str]], str | None]:
+                prefix: str = "", owner: int | None = None) -> tuple[list[tuple[str, str]], str | None]:
     """Copy the hand-in folder open at ``fd`` into ``dest``: only the regular files whose path
-    is in ``keep``, each at most ``max_file`` bytes, all together at most ``budget[0]`` bytes.
+    is in ``keep``, each at most ``max_file`` bytes, all together at most ``budget[0]`` bytes;
+    with ``owner``, only the files and folders that account owns (a classmate's are left out).
 
     Returns ``(left out, refusal)``: ``[(path, why)]`` of what was not copied, and why the whole
     hand-in must be refused (a file swapped for something else while it was read, too large
@@ -217,8 +233,14 @@ def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget
             except Refused as exc:
                 return left_out, str(exc)
             try:
+                _check_owner(sub, owner)
+            except NotTheirs as exc:
+                os.close(sub)
+                left_out.append((path + "/", str(exc)))
+                continue
+            try:
                 more, why = copy_folder(sub, os.path.join(dest, name), keep, max_file, budget, ignore,
-                                        path + "/")
+                                        path + "/", owner)
             finally:
                 os.close(sub)
             left_out += more
@@ -230,7 +252,10 @@ def copy_folder(fd: int, dest: str, keep: Collection[str], max_file: int, budget
             left_out.append((path, "not part of the release"))
         else:
             try:
-                data = read_at(fd, name, max_file, path)
+                data = read_at(fd, name, max_file, path, owner)
+            except NotTheirs as exc:
+                left_out.append((path, str(exc)))
+                continue
             except Refused as exc:
                 return left_out, str(exc)
             if len(data) > max_file:

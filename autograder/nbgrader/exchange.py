@@ -20,15 +20,27 @@ the sticky root: its release_assignment compares only the root's ``0777`` bits w
 different), and fetch, submit, collect and the feedback commands only check that they may
 read or write it. Its release_assignment and release_feedback refuse a course or feedback
 folder the instructor does not own; :func:`problems` says so before they do, level by level.
+
+Every hand-in takes ``inbound/``'s group (its set-group-id bit), and the students' settings
+(deploy/jupyter/course/) make a hand-in readable by that group alone, so it must hold no account
+but the instructor. A hand-in's time is the latest ctime of its files
+(:mod:`autograder.grade.submission_time`), so the exchange must be on a filesystem that records
+every write, a write through a memory mapping included: on tmpfs a student who mapped their
+notebook before the deadline could change it after and keep the time. :func:`setup` refuses
+such a filesystem, :func:`problems` names it (and a shared group), and :func:`doubts` names a
+filesystem the course does not know.
 """
 
 import contextlib
+import grp
 import os
+import pwd
 import stat
 
 from autograder.course.config import Course
-from autograder.course.private import account
+from autograder.course.private import account, readable_by_others
 from autograder.errors import CourseError
+from autograder.grade import submission_time
 from autograder.nbgrader.settings import settings
 
 # (path below the root, mode, why that mode)
@@ -65,6 +77,7 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
     look like the course's."""
     made = {}
     top = root(course, out)
+    refuse_filesystem(top)
     for path, mode, _ in levels(course, out):
         try:
             os.makedirs(path)
@@ -83,11 +96,31 @@ def setup(course: Course, out: str | None = None) -> dict[str, int]:
     return made
 
 
+def refuse_filesystem(top: str) -> None:
+    """CourseError, saying why, when students could hand in at ``top`` and it would be on a
+    filesystem whose ctimes cannot time hand-ins (tmpfs)."""
+    why = _for_students(top) and submission_time.ctime_problem(os.path.abspath(top))
+    if why:
+        raise CourseError(why)
+
+
+def _for_students(path: str) -> bool:
+    """Whether other accounts reach ``path`` (where it would be made, when it is not there): an
+    exchange inside a folder of the instructor's alone (the course folder, on one account) has
+    no students handing in, so neither its filesystem nor its group matters."""
+    return readable_by_others(_existing(os.path.abspath(path)))
+
+
+def _existing(path: str) -> str:
+    """``path``, or the nearest folder above it that exists: where it would be made."""
+    while not os.path.isdir(path) and path != os.path.dirname(path):
+        path = os.path.dirname(path)
+    return path
+
+
 def _cannot_make(path: str, top: str) -> str:
     """Why this account cannot create the exchange's level ``path``, and whose the root must be."""
-    above = os.path.dirname(path)
-    while not os.path.isdir(above) and above != os.path.dirname(above):
-        above = os.path.dirname(above)
+    above = _existing(os.path.dirname(path))
     info = os.stat(above)
     me = account(os.geteuid())
     if path == top:
@@ -101,6 +134,10 @@ def problems(course: Course, out: str | None = None) -> list[str]:
     """What is wrong with the exchange's owners and modes, one line each (empty when nothing is)."""
     top = root(course, out)
     lines = _above(top)
+    shared = _for_students(top)
+    unstamped = shared and submission_time.ctime_problem(_inbound(course, out))
+    if unstamped:
+        lines.append(unstamped)
     me = account(os.geteuid())
     fix = "`course exchange --setup` sets it"
     for path, mode, why in levels(course, out):
@@ -122,7 +159,38 @@ def problems(course: Course, out: str | None = None) -> list[str]:
                 f"ask {account(info.st_uid)} to `chmod {mode:o} {path}` (you are {me})"
             lines.append(f"{path}: mode {stat.S_IMODE(info.st_mode):04o}, not {mode:04o}, which it needs "
                          f"because {why}; {hint}")
+        if mode & stat.S_ISGID and shared:
+            lines += _group_problem(path, info)
     return lines
+
+
+def _group_problem(path: str, info: os.stat_result) -> list[str]:
+    """``inbound/``'s group, which every hand-in takes: the students' configuration makes a hand-in
+    readable by that group alone (deploy/jupyter/course/), so it must hold no account but the instructor."""
+    try:
+        group = grp.getgrgid(info.st_gid)
+    except KeyError:
+        return []
+    members = set(group.gr_mem) | {user.pw_name for user in pwd.getpwall() if user.pw_gid == info.st_gid}
+    others = sorted(members - {account(info.st_uid), "root"})
+    if not others:
+        return []
+    more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+    return [f"{path}: its group {group.gr_name} holds {', '.join(others[:3])}{more}: every hand-in takes that "
+            f"group, so they could read the hand-ins the students' configuration makes private; "
+            f"chgrp a group of yours alone {path}"]
+
+
+def doubts(course: Course, out: str | None = None) -> list[str]:
+    """What the course cannot tell about the exchange, one line each: a filesystem it does not
+    know to record every write in a hand-in's time (:func:`problems` names one known not to)."""
+    why = _for_students(root(course, out)) and submission_time.ctime_doubt(_inbound(course, out))
+    return [why] if why else []
+
+
+def _inbound(course: Course, out: str | None) -> str:
+    """Where the hand-ins are: ``<root>/<course>/inbound``."""
+    return os.path.join(root(course, out), course.course_id, "inbound")
 
 
 def _above(top: str) -> list[str]:

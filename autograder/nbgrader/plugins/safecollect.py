@@ -6,10 +6,13 @@ as a file with their text) and taking only the files the release declares
 refuses a hand-in whose folder belongs neither to the student it
 names nor to the instructor collecting (nbgrader only warns): a student who
 submits as someone else is left out, and that student's own latest hand-in
-is collected instead. A hand-in carrying the submission secret of another
-student's earlier hand-in is refused too, naming both: release_feedback names
-a feedback page by that secret alone, so a copied secret would put one
-student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
+is collected instead. Inside a hand-in it takes only what the folder's owner made:
+nbgrader's submit leaves the folder writable by every account, so a classmate who learns its
+name may add or replace files there, and those are left out, named (the course's settings for
+students, deploy/jupyter/course/, make hand-ins private instead; collect says how many were
+not). A hand-in carrying the submission secret of another student's earlier hand-in is refused
+too, naming both: release_feedback names a feedback page by that secret alone, so a copied
+secret would put one student's feedback in the place of the other's. A hand-in it cannot collect (a name nbgrader cannot
 parse, a file, a link) is left out with a warning, never stopping the
 others; its time is the one the exchange saw (:mod:`autograder.grade.submission_time`),
 never the one the student wrote. Every name it logs shows its control characters as
@@ -87,6 +90,9 @@ class SafeCollect(ExchangeCollect):
             self.fail(f"Course not found: {self.inbound_path}")
         if not check_mode(self.inbound_path, read=True, execute=True):
             self.fail(f"You don't have read permissions for the directory: {self.inbound_path}")
+        why = submission_time.ctime_problem(self.inbound_path) or submission_time.ctime_doubt(self.inbound_path)
+        if why:
+            self.log.warning("The hand-ins' times may be too early: %s", why)
         with Gradebook(self.coursedir.db_url, self.coursedir.course_id) as gb:
             try:
                 self.duedate = gb.find_assignment(self.coursedir.assignment_id).duedate
@@ -149,6 +155,7 @@ class SafeCollect(ExchangeCollect):
             self.log.info("Processing %d submissions of '%s' for course '%s'", len(self.src_records), aid,
                           course_id)
         self._replaced: dict[str, set[str]] = {}    # a support file of the release -> who handed in a copy
+        self._open_to_all: set[str] = set()         # students whose hand-in every account may change
         for rec in self.src_records:
             student, src = rec["username"], os.path.join(self.inbound_path, rec["filename"])
             dest = self.coursedir.format_path(self.coursedir.submitted_directory, student, aid)
@@ -179,6 +186,12 @@ class SafeCollect(ExchangeCollect):
             self.log.info("%d hand-in%s carried their own copy of the release's %s, as fetched; the "
                           "release's copy is collected in its place", len(everyone), "" if len(everyone) == 1
                           else "s", ", ".join(sorted(self._replaced)))
+        if self._open_to_all:
+            self.log.warning("%d hand-in%s could be changed by every account, as nbgrader's submit leaves a "
+                             "hand-in: a classmate who learns its name may read it, take files out or make it "
+                             "late (their own files are left out); the course's nbgrader configuration for "
+                             "students (deploy/jupyter/course/nbgrader_config.py) makes each hand-in private",
+                             len(self._open_to_all), "" if len(self._open_to_all) == 1 else "s")
 
     def do_copy(self, src: str, dest: str, log: logging.Logger | None = None) -> None:
         """Copy a hand-in through autograder/grade/handin.py: file descriptors opened without following
@@ -195,11 +208,15 @@ class SafeCollect(ExchangeCollect):
         support = {p for p in declared if not p.endswith(".ipynb") and p not in handin.EXCHANGE_FILES}
         try:
             with handin.folder(os.path.dirname(src), os.path.basename(src)) as fd:
-                why = self._refusal_of(os.fstat(fd).st_uid, username)
+                info = os.fstat(fd)
+                why = self._refusal_of(info.st_uid, username)
+                if info.st_mode & stat.S_IWOTH:
+                    self._open_to_all.add(username)
                 if why is None:
                     left_out, why = handin.copy_folder(
                         fd, dest, declared - support, 1000 * self.coursedir.max_file_size,
-                        [1000 * self.coursedir.max_dir_size], shutil.ignore_patterns(*self.coursedir.ignore))
+                        [1000 * self.coursedir.max_dir_size], shutil.ignore_patterns(*self.coursedir.ignore),
+                        owner=info.st_uid if self.check_owner else None)
             if why is None:
                 shutil.copytree(release, dest, dirs_exist_ok=True,
                                 ignore=shutil.ignore_patterns("*.ipynb", "__pycache__"))
@@ -231,10 +248,10 @@ class SafeCollect(ExchangeCollect):
 
 def _secret(path: str) -> bytes | None:
     """The submission secret in the hand-in folder ``path``, read without following links; None
-    when it carries none that can be read."""
+    when it carries none that can be read, or one its folder's owner did not write."""
     try:
         with handin.folder(os.path.dirname(path), os.path.basename(path)) as fd:
-            secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE)
+            secret = handin.read_at(fd, handin.SECRET, handin.MAX_EXCHANGE_FILE, owner=os.fstat(fd).st_uid)
     except (handin.Refused, OSError):
         return None
     return secret.strip() or None
