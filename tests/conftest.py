@@ -3,10 +3,12 @@
 import os
 import re
 import shutil
+import tempfile
 
 import pytest
 
 from autograder.course import config
+from autograder.grade import reuse
 
 
 # `make test` runs the files on two processes (pytest-xdist, --dist loadfile, in this order): the
@@ -15,6 +17,16 @@ LONGEST_FIRST = ("test_hub.py", "test_mutants.py", "test_hostile.py", "test_benc
                  "test_browser.py", "test_cluster.py", "test_nbgrader_paths.py", "test_handin_paths.py",
                  "test_accounts.py", "test_tutorial.py", "test_types.py", "test_late.py", "test_pipeline.py", "test_selfcheck.py",
                  "test_folders.py", "test_part_independence.py")
+
+
+@pytest.fixture(scope="module")
+def graded_for_real():
+    """For a file whose tests compare two gradings of one notebook (alone and beside hostile
+    neighbours, on a cluster and locally): no result is taken from another test's grading."""
+    saved = os.environ.pop(reuse.STORE, None)
+    yield
+    if saved is not None:
+        os.environ[reuse.STORE] = saved
 
 
 @pytest.fixture(scope="session")
@@ -116,7 +128,19 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_configure(config):
+    """Matplotlib draws off screen; every part graded in this run, by any test process or a command
+    one starts, is kept in one folder for the others (autograder/grade/reuse.py): the demo cohort,
+    the tutorial's and the exchange's terms hand in the same reference solutions many times over.
+    pytest-xdist's workers inherit the folder from the process that starts them."""
     os.environ.setdefault("MPLBACKEND", "Agg")
+    if "PYTEST_XDIST_WORKER" not in os.environ and reuse.STORE not in os.environ:
+        os.environ[reuse.STORE] = config._grade_cache = tempfile.mkdtemp(prefix="course-grades-")
+
+
+def pytest_unconfigure(config):
+    if getattr(config, "_grade_cache", None):
+        shutil.rmtree(config._grade_cache, ignore_errors=True)
+        del os.environ[reuse.STORE]
 
 
 def _needs_corpus(item):

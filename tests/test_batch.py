@@ -19,7 +19,7 @@ import pytest
 
 from autograder import cli, pipeline
 from autograder.export import gradescope, totals
-from autograder.grade import discovery, grading, versions
+from autograder.grade import discovery, grading, reuse, versions
 from autograder.grade.progress import Progress
 from autograder.mistakes import cohort
 from autograder.records import store
@@ -107,7 +107,8 @@ def test_unchanged_submissions_are_not_graded_again_changed_and_forced_ones_are(
 
 
 @pytest.mark.slow
-def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path):
+def test_an_interrupted_batch_resumes_where_it_stopped(course, tmp_path, monkeypatch):
+    monkeypatch.delenv(reuse.STORE, raising=False)       # graded, not read back: it must take long enough
     submitted = tmp_path / "submitted"
     made = _small_cohort(course, submitted, mistakes=2)
     out = tmp_path / "out"

@@ -40,7 +40,7 @@ distributed = pytest.importorskip("distributed", reason="Dask is not installed: 
 
 from test_batch import _small_cohort  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("graded_for_real")]   # graded there, not reused
 BIN = os.path.dirname(sys.executable)
 
 

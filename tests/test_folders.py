@@ -17,6 +17,7 @@ import pytest
 
 from autograder import cli
 from autograder.course import folders
+from autograder.grade import reuse
 from autograder.mistakes import cohort
 from autograder.nbgrader import settings
 from test_accounts import accounts  # noqa: E402,F401 (a fixture)
@@ -183,7 +184,8 @@ def _interrupt(cmd, cwd, scratch, when):
 
 
 @pytest.mark.slow
-def test_ctrl_c_in_any_stage_says_what_to_run_and_leaves_no_scratch(course, tmp_path):
+def test_ctrl_c_in_any_stage_says_what_to_run_and_leaves_no_scratch(course, tmp_path, monkeypatch):
+    monkeypatch.delenv(reuse.STORE, raising=False)       # graded, not read back: each stage must last
     submitted, out = tmp_path / "submitted", str(tmp_path / "out")
     assignment = _small(course, submitted)
     scratch = tmp_path / "tmp"

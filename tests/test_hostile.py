@@ -25,7 +25,8 @@ import pytest
 
 from autograder import sandbox
 
-pytestmark = [pytest.mark.slow, pytest.mark.corpus]   # one graded batch of hostile notebooks
+pytestmark = [pytest.mark.slow, pytest.mark.corpus,   # one graded batch of hostile notebooks,
+              pytest.mark.usefixtures("graded_for_real")]    # each honest one graded beside them
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

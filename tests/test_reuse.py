@@ -41,3 +41,34 @@ def test_a_copy_takes_the_first_result_and_a_killed_process_is_never_kept(course
         result = _softmax(course, tmp_path, student, killed)
         assert result.score == 0 and "SIGKILL" in " ".join(c.message for c in result.checks), result.reason
     assert len(graded) == before + 2, "a part whose process was killed was kept for its copies"
+
+
+def test_processes_share_results_through_the_cache_folder_and_a_killed_one_is_never_written(
+        course, tmp_path, monkeypatch):
+    """With $COURSE_GRADE_CACHE set, a part another process graded is read back, not graded again;
+    a process that was killed leaves nothing there for the next."""
+    import subprocess
+    import sys
+    from autograder.grade import reuse
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv(reuse.STORE, str(cache))
+    monkeypatch.setattr(reuse, "_KEPT", {})              # nothing graded in this process yet
+    assignment = course.assignment("attention")
+    own = cohort.own(cohort.solved(course, assignment), "shared-through-the-folder")
+    path = cohort.write(own, str(tmp_path / "submitted"), "ada", assignment)
+    killed = cohort.write(cohort.solved(course, assignment, {"softmax": KILLED}), str(tmp_path / "submitted"),
+                          "dee", assignment)
+    script = ("import sys; from autograder.course import config; from autograder.grade.submission import "
+              "grade_submission as g; c = config.load(); [g(c, 'attention', s, p, only={'softmax'}) "
+              "for s, p in zip(sys.argv[1::2], sys.argv[2::2])]")
+    done = subprocess.run([sys.executable, "-c", script, "ada", path, "dee", killed], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(list(cache.glob("*.json"))) == 1, sorted(cache.iterdir())
+    graded = []
+    run = suites._run
+    monkeypatch.setattr(suites, "_run", lambda *args: graded.append(args[2].id) or run(*args))
+    there = grade_submission(course, assignment.id, "bob", path, only={"softmax"}).parts[0]
+    assert graded == [] and there.score == 4
+    assert grade_submission(course, assignment.id, "eve", killed, only={"softmax"}).parts[0].score == 0
+    assert graded == ["softmax"], "a killed process's result was read back"

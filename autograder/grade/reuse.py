@@ -11,28 +11,35 @@ calls), the catalogues' cases. After the first, each takes the first's result.
 
 A result in which the student's process died or ran out of time is never kept (the machine had a
 say: its load, its memory), nor is a grader failure (it raises). Code that draws its own random
-numbers gets one draw for all its copies. Only this process's memory holds the results: a batch's
-workers each keep their own, and `course grade --force` starts new ones.
+numbers gets one draw for all its copies. This process's memory holds the results: a batch's
+workers each keep their own, and `course grade --force` starts new ones. Where
+``$COURSE_GRADE_CACHE`` names a folder, each result is also kept there, one file a key, for every
+process that has it set: the repository's tests set one for each run (tests/conftest.py), so the
+same notebooks graded by many test files are graded once. Only the grading account may be able to
+write there: a result read from it is believed.
 """
 
+import contextlib
 import copy
 import dataclasses
 import hashlib
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from importlib import metadata
 
 from autograder.course.config import Assignment, Course, Part
 from autograder.grade.versions import grader_version, suite_versions
-from autograder.records.results import PartResult
+from autograder.records.results import Check, PartResult
 from selfcheck.launch import Jail
 from selfcheck.program import Program
 
 KEPT = 1_000                     # results one process keeps at most (tens of kB each)
 _KEPT: dict[str, PartResult] = {}
+STORE = "COURSE_GRADE_CACHE"      # the variable naming a folder of results shared by processes
 
 
 def key(course: Course, assignment: Assignment, part: Part, prog: Program, jail: Jail, public_only: bool) -> str:
@@ -45,14 +52,44 @@ def key(course: Course, assignment: Assignment, part: Part, prog: Program, jail:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+def _stored(found: str) -> PartResult | None:
+    """The result a process kept in ``$COURSE_GRADE_CACHE`` under ``found``, or None."""
+    folder = os.environ.get(STORE)
+    if not folder:
+        return None
+    try:
+        with open(os.path.join(folder, f"{found}.json"), encoding="utf-8") as fh:
+            data = json.load(fh)
+        return PartResult(**{**data, "checks": [Check(**c) for c in data["checks"]]})
+    except (OSError, ValueError, TypeError, KeyError):      # none, unreadable, or of another version
+        return None
+
+
+def _store(found: str, result: PartResult) -> None:
+    """Keep ``result`` in ``$COURSE_GRADE_CACHE`` too, written whole or not at all (best effort)."""
+    folder = os.environ.get(STORE)
+    if not folder:
+        return
+    path = os.path.join(folder, f"{found}.json")
+    with contextlib.suppress(OSError):
+        with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".part", encoding="utf-8") as fh:
+            json.dump(dataclasses.asdict(result), fh)
+        os.replace(fh.name, path)
+
+
 def graded(found: str, grade: Callable[[], tuple[PartResult, bool]]) -> PartResult:
     """The result kept under ``found``, or ``grade()``'s: (result, whether it may be reused)."""
     started = time.monotonic()
-    if found in _KEPT:
-        result = copy.deepcopy(_KEPT[found])
+    kept = _KEPT.get(found) or _stored(found)
+    if kept is not None:
+        result = copy.deepcopy(kept)
         result.seconds = round(time.monotonic() - started, 2)      # what this grading cost
+        if len(_KEPT) < KEPT:
+            _KEPT[found] = kept
         return result
     result, reusable = grade()
-    if reusable and len(_KEPT) < KEPT:
-        _KEPT[found] = copy.deepcopy(result)
+    if reusable:
+        if len(_KEPT) < KEPT:
+            _KEPT[found] = copy.deepcopy(result)
+        _store(found, result)
     return result
