@@ -35,8 +35,8 @@ class WeightedAttention(Module):
         self.out = Linear(embed_size, embed_size, name=f"{name}.out")
         self.mask = CausalMask()
         self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+        # (a) Remove the projections named in `remove` (set the attribute to None,
+        #     or delete it): the model then no longer counts or trains their parameters.
 '''
 
 _BETWEEN = '''
