@@ -226,6 +226,14 @@ def attend(q, K, V):
     alpha = softmax(K @ q / np.float32(np.sqrt(q.shape[0])))
     return alpha, alpha @ V
 '''},
+    # q and K each scaled by d_k ** -0.25, as openai/improved-diffusion's QKVAttention does (issue #54 there)
+    "scale-split-between-q-and-k": {"attend": '''
+def attend(q, K, V):
+    q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
+    scale = q.shape[-1] ** -0.25
+    alpha = softmax((K * scale) @ (q * scale))
+    return alpha, alpha @ np.asarray(V, dtype=float)
+'''},
     "einsum": {"attend": '''
 def attend(q, K, V):
     K = np.asarray(K, dtype=float)
