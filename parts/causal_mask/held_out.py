@@ -143,14 +143,4 @@ def masked_softmax(scores, mask):
 def causal_mask(n):
     return np.ones((n, n), dtype=bool)      # every position present may be attended to
 """}},
-    "mask-dropped-for-other-ranks-keras": {"mistake": "mask-argument-ignored",
-        "source": "keras-team/keras@https://github.com/keras-team/keras/issues/23038 — MultiHeadAttention dropped the "
-                  "causal mask on its manual softmax path, taken for inputs that are not rank 4",
-        "cells": {"masked_softmax": """
-def masked_softmax(scores, mask):
-    scores = np.asarray(scores, dtype=float)
-    if scores.ndim == 4:
-        scores = np.where(mask, scores, -np.inf)
-    return softmax(scores, axis=-1)
-"""}},
 }

@@ -71,10 +71,6 @@ MISTAKES = {
         "source": "mlx-node/mlx-node@https://github.com/mlx-node/mlx-node/pull/19:crates/mlx-core/src/models/qwen3_5/model.rs — "
                   "num_parameters() never counted final_norm, which sits outside the per-layer loop",
         "cells": {"transformer_parameters": _counting().replace(" + 2 * d_model * final_norm", "")}},
-    "linear-biases-always-hkproj": {"mistake": "count-bias-switches-ignored",
-        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/4 — w_q, w_k, w_v "
-                  "(and w_o) built as nn.Linear(d_model, d_model) with their default biases, where the model has none",
-        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model + 4 * d_model")}},
     "linear-bias-not-counted-exllamav3": {"mistake": "count-without-ffn-biases",
         "source": "turboderp-org/exllamav3@https://github.com/turboderp-org/exllamav3/pull/194 — the size estimate of a "
                   "Linear layer counted its weight elements, not its bias",

@@ -68,13 +68,6 @@ MISTAKES = {
 
     # A third harvest from real public code, measured after the diagnoses written from the second one,
     # and never used to write one.
-    "scaling-after-softmax-vit": {"mistake": "scale-after-softmax",
-        "source": "FrancescoSaverioZuppichini/ViT@https://github.com/FrancescoSaverioZuppichini/ViT/issues/2 — "
-                  "att = F.softmax(energy, dim=-1) * self.scaling: the scale applied to the weights, after the softmax",
-        "cells": _forward('''
-        weights = self.softmax(self.mask(q @ k.transpose(-2, -1))) * (1.0 / math.sqrt(self.embed_size))
-        return self.out(weights @ v)
-''')},
     "sm-scale-left-at-one-mlc-llm": {"mistake": "scores-not-scaled",
         "source": "mlc-ai/mlc-llm@https://github.com/mlc-ai/mlc-llm/pull/3426 — the fallback attention path called with "
                   "sm_scale=1.0 (the default) instead of 1 / sqrt(head_dim)",

@@ -300,6 +300,13 @@ MISTAKES = {
         weights = self.softmax(scores)
         return self.out(weights @ v)
 ''')},
+    "scaling-after-softmax-vit": {"mistake": "scale-after-softmax",
+        "source": "FrancescoSaverioZuppichini/ViT@https://github.com/FrancescoSaverioZuppichini/ViT/issues/2 — "
+                  "att = F.softmax(energy, dim=-1) * self.scaling: the scale applied to the weights, after the softmax",
+        "cells": _forward('''
+        weights = self.softmax(self.mask(q @ k.transpose(-2, -1))) * (1.0 / math.sqrt(self.embed_size))
+        return self.out(weights @ v)
+''')},
 }
 
 CORRECT = {

@@ -151,14 +151,6 @@ def entropy_bits(p):
     p = np.asarray(p, dtype=float)
     return float(-np.sum(p * np.log2(p)))
 """}},
-    "entropy-epsilon-in-the-log-forest": {"mistake": "entropy-in-nats",
-        "source": "onnela-lab/forest@https://github.com/onnela-lab/forest/issues/114:forest/jasmine/traj2stats.py — "
-                  "entropy as -sum(p * np.log(p + 0.00001)): the natural log, with an epsilon inside it",
-        "cells": {"entropy_bits": """
-def entropy_bits(p):
-    p = np.asarray(p, dtype=float)
-    return float(-np.sum(p * np.log(p + 0.00001)))
-"""}},
     "entropy-exp-logp-times-logp-trl": {"mistake": "entropy-keeps-zeros",
         "source": "huggingface/trl@https://github.com/huggingface/trl/pull/7263 (issue #7221) — entropy_from_logits "
                   "summed exp(logp) * logp, which is nan for a token of probability 0 (0 * -inf)",
@@ -167,15 +159,5 @@ def entropy_bits(p):
     with np.errstate(divide="ignore"):
         logp = np.log2(np.asarray(p, dtype=float))
     return float(-np.sum(np.exp2(logp) * logp))
-"""}},
-    "attend-softmax-commented-out-flexflow": {"mistake": "no-softmax",
-        "source": "flexflow/flexflow-train@https://github.com/flexflow/flexflow-train/issues/467:"
-                  "examples/python/native/bert_proxy_native.py — the softmax was commented out (and no scaling): the raw "
-                  "scores served as the weights",
-        "cells": {"attend": """
-def attend(q, K, V):
-    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
-    alpha = K @ q                   # softmax(...) commented out
-    return alpha, alpha @ V
 """}},
 }

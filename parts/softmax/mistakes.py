@@ -164,7 +164,24 @@ def attend(q, K, V, scale=0.0):
     alpha = softmax((K @ q) * scale)        # meant: 0 stands for 1 / sqrt(d_k)
     return alpha, alpha @ V
 """}},
-
+    "entropy-epsilon-in-the-log-forest": {"mistake": "entropy-in-nats",
+        "source": "onnela-lab/forest@https://github.com/onnela-lab/forest/issues/114:forest/jasmine/traj2stats.py — "
+                  "entropy as -sum(p * np.log(p + 0.00001)): the natural log, with an epsilon inside it",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log(p + 0.00001)))
+"""}},
+    "attend-softmax-commented-out-flexflow": {"mistake": "no-softmax",
+        "source": "flexflow/flexflow-train@https://github.com/flexflow/flexflow-train/issues/467:"
+                  "examples/python/native/bert_proxy_native.py — the softmax was commented out (and no scaling): the raw "
+                  "scores served as the weights",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = K @ q                   # softmax(...) commented out
+    return alpha, alpha @ V
+"""}},
 }
 
 CORRECT = {
