@@ -306,10 +306,10 @@ ENTROPY_UNITS = (("entropy-in-nats", "natural log instead of log2 (that is nats,
                  ("entropy-sign", "the minus sign is missing", -1.0))
 
 
-def entropy_mistake(got: Any, bits: float) -> list[tuple]:
-    """[(mistake id, words, ``got``)] when ``got`` is the entropy ``bits`` in another log's unit or with
-    the sign lost, read from their ratio to a thousandth: an epsilon added inside the log moves it a
-    little, and is named too."""
+def entropy_mistake(got: Any, bits: float, n: int = 0) -> list[tuple]:
+    """[(mistake id, words, ``got``)] when ``got`` is the entropy ``bits`` of ``n`` weights in another log's
+    unit, with the sign lost, averaged over the weights or divided by its maximum, read from their ratio
+    to a thousandth: an epsilon added inside the log moves it a little, and is named too."""
     try:
         value = float(got)
     except (TypeError, ValueError):
@@ -317,7 +317,10 @@ def entropy_mistake(got: Any, bits: float) -> list[tuple]:
     if not (bits and math.isfinite(value)):
         return []
     ratio = value / bits
-    for key, words, factor in ENTROPY_UNITS:
+    sizes = [("entropy-averaged", f"the terms -p log2 p were averaged over the {n} weights, not summed", 1 / n),
+             ("entropy-normalised", f"the entropy was divided by log2({n}), the most {n} weights can have: that is "
+                                    "a share of the maximum, not bits", 1 / math.log2(n))] if n > 1 else []
+    for key, words, factor in (*ENTROPY_UNITS, *sizes):
         if abs(ratio - factor) <= 1e-3 * abs(factor):
             if abs(ratio - factor) > 1e-7 * abs(factor):
                 words += ", and a little off: something was added inside the log (an epsilon); leave the zero weights out instead"

@@ -109,7 +109,7 @@ def test_entropy_random(student, reference):
         close(got, expected, f"entropy_bits of a random distribution over {n}", reveal=False,
               mistakes=[("entropy-keeps-zeros", "zero weights were not left out (0 * log 0 gives nan)", np.nan),
                         ("entropy-unweighted", "sum of -log2 p without weighting by p", -np.log2(q).sum()),
-                        *(entropy_mistake(got, expected) if np.ndim(got) == 0 else [])])
+                        *(entropy_mistake(got, expected, n) if np.ndim(got) == 0 else [])])
 
 
 @weight(2)

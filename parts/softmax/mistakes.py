@@ -76,6 +76,18 @@ def attend(q, K, V):
     alpha = softmax(K @ q / np.sqrt(q.shape[0]))
     return alpha, alpha @ K
 '''}},
+    "entropy-averaged": {"cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+    return float(terms.mean())
+'''}},
+    "entropy-normalised": {"cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float).ravel()
+    nz = p[p > 0]
+    return float(-(nz * np.log2(nz)).sum() / np.log2(p.size))
+'''}},
     "attend-scales-query-in-place": {"mistake": "in-place", "warned": "returns new arrays and never changes its inputs",
         "cells": {"attend": '''
 def attend(q, K, V):

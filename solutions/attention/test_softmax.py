@@ -101,7 +101,7 @@ def test_entropy_extremes(student):
     got = student.entropy_bits(np.full(4, 0.25))
     close(got, 2.0, "entropy_bits([.25, .25, .25, .25])",
           mistakes=[("entropy-not-summed", "entropy_bits returns one number, the sum of -p log2 p over the entries",
-                     np.full(4, 0.5)), *(entropy_mistake(got, 2.0) if np.ndim(got) == 0 else [])])
+                     np.full(4, 0.5)), *(entropy_mistake(got, 2.0, 4) if np.ndim(got) == 0 else [])])
     close(student.entropy_bits(np.array([0.0, 1.0, 0.0])), 0.0, "entropy_bits([0, 1, 0])", atol=1e-9,
           mistakes=[("entropy-keeps-zeros", "0 * log(0) is nan: leave the zero weights out", np.nan)])
 
@@ -184,7 +184,7 @@ def _check_query(student, q, K, V, chapter, name, source):
                      np.array(V) @ np.array(chapter["alpha"]))])
     got = student.entropy_bits(np.array(chapter["alpha"]))
     close(got, chapter["entropy_bits"], f"entropy of alpha for {name}", source=source,
-          mistakes=entropy_mistake(got, chapter["entropy_bits"]) if np.ndim(got) == 0 else [])
+          mistakes=entropy_mistake(got, chapter["entropy_bits"], len(chapter["alpha"])) if np.ndim(got) == 0 else [])
 
 
 @weight(3)
