@@ -178,11 +178,4 @@ def masked_softmax(scores, mask):
 def causal_mask(n):
     return np.triu(np.ones((n, n))) == 1
 """}},
-    "causal-mask-triu-without-eq-zero-hkproj": {"mistake": "mask-inverted",
-        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/19:translate.py — the "
-                  "decoder mask was triu(ones, diagonal=1) without the `== 0` of dataset.py: it marked the future as allowed",
-        "cells": {"causal_mask": """
-def causal_mask(n):
-    return np.triu(np.ones((n, n)), k=1).astype(bool)
-"""}},
 }

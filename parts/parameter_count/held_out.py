@@ -82,10 +82,6 @@ MISTAKES = {
         "source": "mlx-node/mlx-node@https://github.com/mlx-node/mlx-node/pull/21 — num_parameters() counted the LM head "
                   "even when tie_word_embeddings is true",
         "cells": {"transformer_parameters": _counting(unembedding="vocab * d_model")}},
-    "final-norm-gain-only-cookbook": {"mistake": "count-final-norm-half",
-        "source": "EleutherAI/cookbook@https://github.com/EleutherAI/cookbook/pull/48:calc/calc_transformer_params.py — "
-                  "the final layer norm was counted as 1 x hidden size; the fix counts its weight and bias, 2 x hidden size",
-        "cells": {"transformer_parameters": _counting().replace("2 * d_model * final_norm", "d_model * final_norm")}},
     "position-table-left-out-nanogpt": {"mistake": "count-without-positions",
         "source": "karpathy/nanoGPT@https://github.com/karpathy/nanoGPT/pull/209:model.py — get_num_params subtracted the "
                   "position embeddings from the count, so the learned position table was not in the total",

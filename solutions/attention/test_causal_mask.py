@@ -99,7 +99,9 @@ def test_causal_mask_shape_and_type(student):
 def test_causal_mask_first_and_last_rows(student):
     """the first position sees only itself; the last sees every position"""
     m = np.asarray(student.causal_mask(6)).astype(bool)
-    hints = [(not m[0, 0], "mask-without-diagonal", "the diagonal is missing: a position may see itself (j <= i, "
+    hints = [(np.array_equal(m, ~_lower(6)), "mask-inverted", "the mask is inverted: it is True where a position may "
+              "not look (the future, np.triu(..., k=1)); True marks what a position may see, j <= i"),
+             (not m[0, 0], "mask-without-diagonal", "the diagonal is missing: a position may see itself (j <= i, "
                                                     "not j < i)"),
              (m[0, 1] and not m[0, 2:].any(), "mask-off-by-one", "the mask is off by one: it lets position i see i + 1"),
              (m[0].all() and not m[-1, :-1].any(), "mask-transposed", "the mask is transposed: True marks what a "

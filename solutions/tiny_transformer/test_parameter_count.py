@@ -192,4 +192,9 @@ def test_gpt2_small_for_real(student):
                      GPT2_RELEASED + (layers - 1) * 2 * d),
                     ("count-positions-per-block", "the position table was counted once per block; there is one, at the input",
                      GPT2_RELEASED + (layers - 1) * 1024 * d),
-                    ("count-without-final-norm", "the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d)])
+                    ("count-without-final-norm", "the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d),
+                    ("count-final-norm-half", FINAL_NORM_HALF, GPT2_RELEASED - d)])
+
+
+FINAL_NORM_HALF = ("the final layer norm was counted as d_model; like every layer norm it has a gain and a shift, "
+                   "2 x d_model")
