@@ -246,16 +246,9 @@ def implied_scale(weights: Any, raw_scores: Any) -> float | None:
     return statistics.median(found) if found else None     # np.median would import numpy.ma: 20 ms
 
 
-def _the_scores_themselves(weights: Any, raw_scores: Any) -> bool:
-    """Every row of ``weights`` is its scores times one number, the blocked ones (0 or not finite) aside:
-    no softmax was taken."""
-    try:
-        w = np.atleast_2d(np.asarray(weights, dtype=float))
-        s = np.atleast_2d(np.asarray(raw_scores, dtype=float))
-    except (TypeError, ValueError):
-        return False
-    if w.shape != s.shape:
-        return False
+def _the_scores_themselves(w: np.ndarray, s: np.ndarray) -> bool:
+    """Every row of the weights ``w`` is its scores ``s`` times one number, the blocked ones (0 or not
+    finite) aside: no softmax was taken."""
     rows = 0
     for wr, sr in zip(w.reshape(-1, w.shape[-1]), s.reshape(-1, s.shape[-1])):
         keep = np.isfinite(wr) & (wr != 0)
@@ -277,7 +270,11 @@ def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",
     ``n_tokens=5`` or ``d_model=4``; returns (mistake id, words), or None when the scale is right
     or unreadable.
     """
-    if _the_scores_themselves(weights, raw_scores):
+    try:
+        w, s = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (weights, raw_scores))
+    except (TypeError, ValueError):
+        return None
+    if w.shape == s.shape and _the_scores_themselves(w, s):
         return "no-softmax", ("the weights are the scores themselves (times a number), not their softmax: take the "
                               "softmax of the scaled scores, so each row is positive and sums to 1")
     found = implied_scale(weights, raw_scores)
@@ -314,9 +311,7 @@ def entropy_mistake(got: Any, bits: float, n: int = 0) -> list[tuple]:
         value = float(got)
     except (TypeError, ValueError):
         return []
-    if not (bits and math.isfinite(value)):
-        return []
-    ratio = value / bits
+    ratio = value / bits if bits and math.isfinite(value) else math.nan
     sizes = [("entropy-averaged", f"the terms -p log2 p were averaged over the {n} weights, not summed", 1 / n),
              ("entropy-normalised", f"the entropy was divided by log2({n}), the most {n} weights can have: that is "
                                     "a share of the maximum, not bits", 1 / math.log2(n))] if n > 1 else []
