@@ -71,7 +71,7 @@ def check(part: str, folder: str = ".") -> None:
     import __main__
 
     from selfcheck import manifest, notes
-    from selfcheck.program import NotebookError, read_notebook
+    from selfcheck.program import NotebookError, program, read_notebook
     from selfcheck.local_student import LocalStudent
 
     info = manifest.read(folder)
@@ -97,6 +97,11 @@ def check(part: str, folder: str = ".") -> None:
         print(f"  note  your code warned (not a failure): {shown}")
     for line in notes.slow(student.slow_calls, per_call):
         print(f"  note  {line}")
+    if nb and student.unwritten:
+        code = {cell[0]: cell[1] for cell in program(nb).cells if len(cell) == 2}
+        below = notes.code_below(sorted(student.unwritten), notes.unwritten(code), code)
+        if below:
+            print(f"  note  {below} (in the notebook as last saved)")
     print(f"{part}: " + notes.closing(passed, len(failures), entry["hidden_checks"]))
     if failures:
         raise SelfCheckFailed(f"{part}: {len(failures)} public check(s) failed; the first:\n  {failures[0]}\n"

@@ -59,14 +59,17 @@ def _errors(cell):
 
 
 def _check_cell(folder, part, separately=False):
-    """What the notebook's check cell for ``part`` prints, its code cells run first (no kernel:
-    the check cell reads the definitions of the running program's __main__); ``separately``: the
-    finished process, its stdout and stderr apart."""
+    """What the notebook's check cell for ``part`` prints, its code cells run first, past any that
+    fails, as a student runs them one by one (no kernel: the check cell reads the definitions of the
+    running program's __main__); ``separately``: the finished process, its stdout and stderr apart."""
     script = ("import json, sys\n"
               "nb = json.load(open(sys.argv[1]))\n"
               "for c in nb['cells']:\n"
               "    if c['cell_type'] == 'code' and 'check(' not in ''.join(c['source']):\n"
-              "        exec(''.join(c['source']), globals())\n"
+              "        try:\n"
+              "            exec(''.join(c['source']), globals())\n"
+              "        except Exception:\n"
+              "            pass\n"
               "from selfcheck import check\n"
               "try:\n"
               "    check(sys.argv[2])\n"
@@ -159,10 +162,8 @@ def test_the_self_check_line_follows_the_failed_lines_just_above_pytests_own(cou
     assert any(line.startswith("FAILED ") for line in lines[:-2]), lines[-6:]
 
 
-def test_the_untouched_stub_is_one_paragraph_not_a_section_per_check(course, tmp_path):
-    """pytest on the stub: the checks that fail only because their functions still raise
-    NotImplementedError are one paragraph naming those functions, not 28 alike sections; a cell with
-    code left below the stub's `raise` line says that code never runs."""
+def _stub_with_code_below_the_raise(course, tmp_path):
+    """The stub, saved with code written below entropy_bits's `raise NotImplementedError` line."""
     assignment = course.assignment("attention")
     stub = cohort.stub(course, assignment)
     for cell in stub["cells"]:
@@ -171,11 +172,29 @@ def test_the_untouched_stub_is_one_paragraph_not_a_section_per_check(course, tmp
     folder = _student_folder(course, assignment, tmp_path, stub=True)
     with open(folder / assignment.notebook, "w") as fh:
         json.dump(stub, fh)
-    out = _selfcheck(folder).stdout
+    return folder
+
+
+BELOW = "The cell entropy_bits already holds code below the `raise NotImplementedError` line, which never runs"
+
+
+def test_the_untouched_stub_is_one_paragraph_not_a_section_per_check(course, tmp_path):
+    """pytest on the stub: the checks that fail only because their functions still raise
+    NotImplementedError are one paragraph naming those functions, not 28 alike sections; a cell with
+    code left below the stub's `raise` line says that code never runs."""
+    out = _selfcheck(_stub_with_code_below_the_raise(course, tmp_path)).stdout
     headers = [line for line in out.splitlines() if line.startswith("____") and "test_" in line]
     assert not headers, headers
     assert "28 checks fail only because softmax, entropy_bits, attend" in out, out[-3000:]
-    assert "entropy_bits already hold code below that line" in out, out[-3000:]
+    assert BELOW in out, out[-3000:]
+
+
+def test_the_check_cell_says_too_that_code_below_the_raise_never_runs(course, tmp_path):
+    """The check cell, like pytest, names the cell whose code sits below the stub's `raise` line,
+    and only that one (softmax and attend are the untouched stub)."""
+    out = _check_cell(_stub_with_code_below_the_raise(course, tmp_path), "softmax")
+    notes = [line for line in out.splitlines() if "below the `raise NotImplementedError` line" in line]
+    assert len(notes) == 1 and BELOW in notes[0] and "softmax," not in notes[0], out[-3000:]
 
 
 @pytest.mark.parametrize("front", ["pytest", "check cell"])

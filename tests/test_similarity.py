@@ -260,6 +260,140 @@ def test_in_the_whole_catalogue_only_the_planted_copy_is_flagged(course):
             (assignment.id, [(p.a.key[0], p.b.key[0], p.score) for p in pairs])
 
 
+# Two students of one small class who wrote the attention notebook each their own way, neither as
+# the reference or the catalogue does: one in the chapter's own idiom (the textbook softmax, np.tril,
+# np.where before the softmax, the experiment as loops), one vectorised in float32.
+CHAPTER_IDIOM = {
+    "softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - np.max(z, axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+""",
+    "entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    p = p[p > 0]
+    return float(-(p * np.log2(p)).sum())
+""",
+    "attend": """
+def attend(q, K, V):
+    q, K, V = np.asarray(q, dtype=float), np.asarray(K, dtype=float), np.asarray(V, dtype=float)
+    d = q.shape[0]
+    raw = K @ q
+    scaled = raw / math.sqrt(d)
+    alpha = softmax(scaled)
+    return alpha, alpha @ V
+""",
+    "causal_mask": """
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool))
+""",
+    "masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    return softmax(np.where(mask, scores, -np.inf), axis=-1)
+""",
+    "softmax_then_mask": """
+def softmax_then_mask(scores, mask):
+    wrong = softmax(np.asarray(scores, dtype=float), axis=-1) * mask
+    return wrong, wrong.sum(axis=-1)
+""",
+    "scale_experiment": """
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        sd, e_raw, e_scaled, top = [], [], [], []
+        for _ in range(trials):
+            q = rng.normal(0, 1, d)
+            K = rng.normal(0, 1, (n_keys, d))
+            s = K @ q
+            sd.append(s.std())
+            a_raw = softmax(s)
+            e_raw.append(entropy_bits(a_raw))
+            e_scaled.append(entropy_bits(softmax(s / math.sqrt(d))))
+            top.append(a_raw.max())
+        out["d_k"].append(d)
+        out["sd"].append(np.mean(sd))
+        out["entropy_raw"].append(np.mean(e_raw))
+        out["entropy_scaled"].append(np.mean(e_scaled))
+        out["max_alpha_raw"].append(np.mean(top))
+    return {k: np.array(v) for k, v in out.items()}
+""",
+}
+VECTORISED_FLOAT32 = {
+    "softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=np.float32)
+    e = np.exp(z - np.max(z, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+""",
+    "entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=np.float32).ravel()
+    p = p[p > 0]
+    return float(-(p * np.log2(p)).sum())
+""",
+    "attend": """
+def attend(q, K, V):
+    q = np.asarray(q, dtype=np.float32)
+    K = np.asarray(K, dtype=np.float32)
+    V = np.asarray(V, dtype=np.float32)
+    alpha = softmax(K @ q / np.sqrt(np.float32(q.shape[0])))
+    return alpha, alpha @ V
+""",
+    "causal_mask": """
+def causal_mask(n):
+    return np.tril(np.ones((n, n), dtype=bool))
+""",
+    "masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=np.float32)
+    return softmax(np.where(mask, scores, -np.inf), axis=-1)
+""",
+    "softmax_then_mask": """
+def softmax_then_mask(scores, mask):
+    weights = softmax(np.asarray(scores, dtype=np.float32), axis=-1) * mask
+    return weights, weights.sum(axis=-1)
+""",
+    "scale_experiment": """
+def scale_experiment(d_values, n_keys=8, trials=200, seed=0):
+    rng = np.random.default_rng(seed)
+    out = {"d_k": [], "sd": [], "entropy_raw": [], "entropy_scaled": [], "max_alpha_raw": []}
+    for d in d_values:
+        q = rng.normal(0, 1, (trials, d)).astype(np.float32)
+        K = rng.normal(0, 1, (trials, n_keys, d)).astype(np.float32)
+        s = np.einsum("tkd,td->tk", K, q)
+        a_raw = softmax(s)
+        a_sc = softmax(s / np.sqrt(d))
+        out["d_k"].append(d)
+        out["sd"].append(s.std(axis=-1).mean())
+        out["entropy_raw"].append(np.mean([entropy_bits(a) for a in a_raw]))
+        out["entropy_scaled"].append(np.mean([entropy_bits(a) for a in a_sc]))
+        out["max_alpha_raw"].append(a_raw.max(axis=-1).mean())
+    return {k: np.array(v) for k, v in out.items()}
+""",
+}
+
+
+def test_a_small_class_writing_the_textbook_way_is_not_flagged_but_a_copy_is(course, tmp_path, monkeypatch):
+    """A class of seven, with nothing known but the reference (a course whose part has no catalogue
+    yet): the chapter's idiom and a float32 version vectorised as the experiment invites are not
+    paired with each other nor with the correct ways the catalogue would list, though they share
+    the textbook softmax and np.tril; a renamed, reordered copy of one of them is flagged."""
+    assignment = course.assignment("attention")
+    variants = {f"{part}-{name}": cohort.catalogue(course, part)[1][name]
+                for part, name in (("softmax", "float32-throughout"), ("causal_mask", "float32-throughout"),
+                                   ("softmax", "loops"))}
+    hand_ins = {name: cohort.solved(course, assignment, cells) for name, cells in {
+        "reference": {}, "chapter": CHAPTER_IDIOM, "float32": VECTORISED_FLOAT32,
+        "copier": _near_copy(VECTORISED_FLOAT32), **variants}.items()}
+    monkeypatch.setattr(cohort, "catalogue", lambda *args, **kwargs: ({}, {}))
+    found = _report(course, tmp_path, hand_ins, assignment)
+    assert found["similarity"] == {"copier & float32"}, found
+
+
 def test_independently_written_correct_solutions_are_not_flagged(course):
     """Every correct variant of a cell against the reference and the other variants, only the
     reference known: short code that says the same thing must not look copied."""

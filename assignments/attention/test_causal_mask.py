@@ -23,6 +23,12 @@ SCORES = np.array([[0.3, -1.0, 2.2, 0.5, 1.1],
                    [0.6, -0.4, 1.2, -2.1, 0.3]])
 
 
+def _softmax_rows(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _lower(n):
     return np.arange(n)[:, None] >= np.arange(n)[None, :]
 
@@ -59,6 +65,9 @@ def _masked_weights(student, scores, mask, what):
                   "item its own (np.where broadcasts it)"),
                  (np.all(w[~causal] == 0), "mask-argument-ignored", "the mask argument was ignored (a causal "
                                                                    "mask was built inside): use the `mask` you are given"),
+                 (np.allclose(w, _softmax_rows(scores), rtol=1e-6, atol=1e-12), "mask-argument-ignored",
+                  "the mask was not applied: the weights are the softmax of the whole rows, blocked positions "
+                  "included; set the scores where `mask` is False to -inf, for scores of any number of axes"),
                  (_blocked_kept_a_score(w, scores, allowed), "mask-fill-not-minus-inf",
                   "the blocked scores stayed finite (set to 0 or another number, multiplied by the mask, or the "
                   "mask added to them), so they still get weight: set blocked scores to -inf"),
@@ -90,7 +99,9 @@ def test_causal_mask_shape_and_type(student):
 def test_causal_mask_first_and_last_rows(student):
     """the first position sees only itself; the last sees every position"""
     m = np.asarray(student.causal_mask(6)).astype(bool)
-    hints = [(not m[0, 0], "mask-without-diagonal", "the diagonal is missing: a position may see itself (j <= i, "
+    hints = [(np.array_equal(m, ~_lower(6)), "mask-inverted", "the mask is inverted: it is True where a position may "
+              "not look (the future, np.triu(..., k=1)); True marks what a position may see, j <= i"),
+             (not m[0, 0], "mask-without-diagonal", "the diagonal is missing: a position may see itself (j <= i, "
                                                     "not j < i)"),
              (m[0, 1] and not m[0, 2:].any(), "mask-off-by-one", "the mask is off by one: it lets position i see i + 1"),
              (m[0].all() and not m[-1, :-1].any(), "mask-transposed", "the mask is transposed: True marks what a "

@@ -29,7 +29,9 @@ def _hints(d, d_ff, vocab, n_layers, right):
     """key -> [(mistake, the count it gives)], from the stated rules of the notebook."""
     attention, ffn, norms = (right.get(key, 0) for key in ("attention", "feed_forward", "layer_norms"))
     return {
-        "attention": [("count-without-output-projection", "the output projection W_O (d_model x d_model) was left out", attention - d * d)],
+        "attention": [("count-without-output-projection", "the output projection W_O (d_model x d_model) was left out", attention - d * d),
+                      ("count-bias-switches-ignored", BIASES_ALWAYS, attention + 4 * d)],
+        "per_layer": [("count-bias-switches-ignored", BIASES_ALWAYS, right.get("per_layer", 0) + 4 * d)],
         "feed_forward": [("count-without-ffn-biases", "the feed-forward biases (d_ff + d_model) were left out", ffn - d_ff - d),
                          ("count-ffn-biases-2-dff", "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
                           ffn - d + d_ff)],
@@ -46,8 +48,13 @@ def _hints(d, d_ff, vocab, n_layers, right):
                   ("count-without-embeddings", "the total left out the embeddings (the token and position tables): "
                    "total = embeddings + n_layers x per_layer + ...", right["total"] - right.get("embeddings", 0)),
                   ("count-tied-table-subtracted", TIED_SUBTRACTED, right["total"] - vocab * d),
-                  ("count-token-table-per-block", TOKEN_TABLE_PER_BLOCK, right["total"] + (n_layers - 1) * vocab * d)],
+                  ("count-token-table-per-block", TOKEN_TABLE_PER_BLOCK, right["total"] + (n_layers - 1) * vocab * d),
+                  ("count-bias-switches-ignored", BIASES_ALWAYS, right["total"] + n_layers * 4 * d)],
     }
+
+
+BIASES_ALWAYS = ("the attention's biases (3 x d_model for Q, K and V, d_model for W_O) were counted although qkv_bias "
+                 "and out_bias are False: count each only when its switch is on")
 
 
 TIED_SUBTRACTED = ("with a tied output layer the token table was subtracted from the total; it is counted once, "
@@ -185,4 +192,9 @@ def test_gpt2_small_for_real(student):
                      GPT2_RELEASED + (layers - 1) * 2 * d),
                     ("count-positions-per-block", "the position table was counted once per block; there is one, at the input",
                      GPT2_RELEASED + (layers - 1) * 1024 * d),
-                    ("count-without-final-norm", "the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d)])
+                    ("count-without-final-norm", "the final layer norm (2 x d_model) was left out", GPT2_RELEASED - 2 * d),
+                    ("count-final-norm-half", FINAL_NORM_HALF, GPT2_RELEASED - d)])
+
+
+FINAL_NORM_HALF = ("the final layer norm was counted as d_model; like every layer norm it has a gain and a shift, "
+                   "2 x d_model")

@@ -6,6 +6,8 @@ build your WeightedAttention through a probe (selfcheck/probes/projection_remova
 and need no corpus. A likely mistake is named only when your layer's answer shows it.
 """
 
+import math
+
 import numpy as np
 
 from selfcheck.checks import CheckFailed, close, equal, gradient_mistake, implied_scale, scale_mistake, that, weight
@@ -106,6 +108,10 @@ def _why(student):
         return key, hint
     c = _value_scale(A)
     mistake = scale_mistake(A / (c or 1.0), q @ k.T, width, "E", number_of_tokens=len(A), chapter_width=64)
+    if c is not None and mistake and mistake[0] == "scores-not-scaled" and abs(c * math.sqrt(width) - 1) < 1e-6:
+        return "scale-after-softmax", (f"the scale 1 / sqrt(E) = {c:.4g} was applied after the softmax (to the weights, "
+                                       "the values or the output) and the scores were not divided: divide the scores "
+                                       "by sqrt(E) before the mask and the softmax")
     if c is not None:
         return ("scores-scaled-wrongly" if mistake else "values-scaled",
                 f"the values (or the output) were multiplied by {c:.4g}: every row of the weights sums to it"

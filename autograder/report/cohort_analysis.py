@@ -72,12 +72,13 @@ def counts(values: Iterable[float], top: float) -> list[int]:
     return found
 
 
-def reader(spec: Assignment, release: dict) -> Callable[[tuple, dict], similarity.Document]:
+def reader(spec: Assignment, release: dict, every: bool = False) -> Callable[[tuple, dict], similarity.Document]:
     """A function (key, notebook) -> the similarity.Document of what grading runs of that
-    notebook of assignment ``spec`` (``release`` its released notebook)."""
+    notebook of assignment ``spec`` (``release`` its released notebook); ``every``: with every
+    k-gram, as known code is read."""
     given = similarity.given_lines(release)
     cells = [cell for part in spec.parts for cell in part.cells]
-    return lambda key, nb: similarity.document(key, similarity.graded_code(nb, release, cells), given)
+    return lambda key, nb: similarity.document(key, similarity.graded_code(nb, release, cells), given, every)
 
 
 def submitted_documents(spec: Assignment, students: Iterable[str], submitted: str,
@@ -131,7 +132,7 @@ def known_documents(course: Course, spec: Assignment, release: dict) -> list[sim
         mistakes, correct = cohort.catalogue(course, part.id)
         ways += [cohort.solved(course, spec, entry["cells"]) for entry in mistakes.values()]
         ways += [cohort.solved(course, spec, variant) for variant in correct.values()]
-    read = reader(spec, release)
+    read = reader(spec, release, every=True)
     return [read(("known", spec.id), nb) for nb in ways]
 
 

@@ -22,9 +22,16 @@ sharing a passage of ``K + WINDOW - 1`` tokens share at least one kept hash.
 What is not evidence is left out, as MOSS does: the lines of the released stub, and
 *common* fingerprints, those of the obvious way to write it. A fingerprint is common
 when the ``known`` code holds it (the reference solution and the catalogued ways to
-write it, right or wrong) or when ``COMMON_SHARE`` of the cohort holds it, and never at fewer than
+write it, right or wrong: every k-gram of theirs, not only the winnowed ones, so a passage
+written as they write it is common whichever of its k-grams a hand-in keeps) or when
+``COMMON_SHARE`` of the cohort holds it, and never at fewer than
 ``COMMON_AT_LEAST`` hand-ins: a few students sharing one copy are a large share of a
-small class, not the obvious way. Candidate pairs come from an inverted index
+small class, not the obvious way. No k-gram runs from one statement into the next, whose
+order says nothing of how either was written. In a small class little is common, so the
+idioms every student meets (the textbook softmax, a vectorised experiment written the way
+numpy invites) are kept from making a flag by where they lie: a pair is flagged only when
+its shared fingerprints lie in two cells or more (``IN_A_PLACE`` in each) or fill a long
+passage of one (``ONE_PLACE``). Candidate pairs come from an inverted index
 fingerprint -> hand-ins, so only pairs that share something are compared; flagged
 pairs are joined into groups (connected clusters). A flag is a reason for a person
 to look, never a penalty.
@@ -52,6 +59,8 @@ from selfcheck.program import program, source
 K = 5                  # tokens per k-gram: shorter and every `return np.` matches
 WINDOW = 4             # so any shared run of K + WINDOW - 1 = 8 tokens is caught
 MIN_SHARED = 16        # fewer shared fingerprints (about 40 tokens, four or five lines) is never a flag
+IN_A_PLACE = 8         # a flag needs two cells each holding this many of the shared fingerprints,
+ONE_PLACE = 32         # ... or one cell holding this many (about 80 tokens): one function alike is no copy
 COMMON_SHARE = 0.1     # a fingerprint held by this share of the cohort is the obvious way to write it,
 COMMON_AT_LEAST = 10   # ... but never one held by fewer hand-ins than this
 MAX_CODE_CHARS = 100_000   # code a hand-in may hold and be compared: fifty times a reference solution
@@ -199,6 +208,14 @@ def _kgrams(texts):
     return [zlib.crc32("\x00".join(texts[i:i + K]).encode()) for i in range(len(texts) - K + 1)]
 
 
+def _every(hashes: list[int]) -> dict[int, int]:
+    """{hash: first position} of every hash: what known code holds, whichever of them a hand-in keeps."""
+    kept: dict[int, int] = {}
+    for pos, h in enumerate(hashes):
+        kept.setdefault(h, pos)
+    return kept
+
+
 def winnow(hashes: list[int]) -> dict[int, int]:
     """{hash: first position} of the hashes winnowing keeps: the smallest of every window (the rightmost on a tie)."""
     kept: dict[int, int] = {}
@@ -213,9 +230,12 @@ def winnow(hashes: list[int]) -> dict[int, int]:
     return kept
 
 
-def document(key: tuple, cells: dict[str, str], given: frozenset[str] = frozenset()) -> Document:
+def document(key: tuple, cells: dict[str, str], given: frozenset[str] = frozenset(), every: bool = False) -> Document:
     """A Document from ``cells`` ({cell name: code}, see ``graded_code``): top-level statements
-    in a canonical order, each distinct one once, the lines of ``given`` (``given_lines``) left out."""
+    in a canonical order, each distinct one once, the lines of ``given`` (``given_lines``) left out.
+    A k-gram never runs from one statement into the next, whose order says nothing of how it was
+    written; ``every`` keeps every k-gram rather than the winnowed ones (known code: a hand-in
+    writing a passage of it may keep any of them)."""
     doc = Document(key)
     size = 0
     for code in cells.values():
@@ -246,11 +266,14 @@ def document(key: tuple, cells: dict[str, str], given: frozenset[str] = frozense
             lines += len(text.splitlines())
             if tokens:
                 units.setdefault(" ".join(word for word, _ in tokens), (cell, tokens))
-    words = []
+    hashes: list[int] = []
+    starts: list[int] = []
     for _, (cell, tokens) in sorted(units.items()):
-        words += [word for word, _ in tokens]
+        grams = _kgrams([word for word, _ in tokens])
+        hashes += grams
+        starts += range(len(doc.origins), len(doc.origins) + len(grams))
         doc.origins += [(cell, n) for _, n in tokens]
-    doc.prints = winnow(_kgrams(words))
+    doc.prints = {h: starts[pos] for h, pos in (_every if every else winnow)(hashes).items()}
     return doc
 
 
@@ -333,9 +356,24 @@ def compare(documents: Iterable[Document], threshold: float = 0.5,
     pairs = []
     for (i, j), prints in shared.items():
         score = len(prints) / max(1, min(own[i], own[j]))
-        if len(prints) >= MIN_SHARED and score >= threshold:
+        if len(prints) >= MIN_SHARED and score >= threshold and _in_places(documents[i], documents[j], prints):
             pairs.append(Pair(documents[i], documents[j], prints, round(score, 3)))
     return sorted(pairs, key=lambda p: (-p.score, -len(p.shared), p.a.key, p.b.key))
+
+
+def _in_places(a: Document, b: Document, prints: list[int]) -> bool:
+    """The shared fingerprints lie in two cells or more, at least IN_A_PLACE in each, in either hand-in, or
+    ONE_PLACE in one: a vectorised function two students arrive at alike, or idioms met once here and once
+    there, are no copy; a copy of the work is."""
+    for doc in (a, b):
+        held: dict[str, int] = {}
+        for h in prints:
+            cell = doc.origins[doc.prints[h]][0]
+            held[cell] = held.get(cell, 0) + 1
+        most = sorted(held.values(), reverse=True)
+        if most[0] >= ONE_PLACE or (len(most) > 1 and most[1] >= IN_A_PLACE):
+            return True
+    return False
 
 
 def groups(pairs: list[Pair]) -> list[Group]:

@@ -143,14 +143,39 @@ def masked_softmax(scores, mask):
 def causal_mask(n):
     return np.ones((n, n), dtype=bool)      # every position present may be attended to
 """}},
-    "mask-dropped-for-other-ranks-keras": {"mistake": "mask-argument-ignored",
-        "source": "keras-team/keras@https://github.com/keras-team/keras/issues/23038 — MultiHeadAttention dropped the "
-                  "causal mask on its manual softmax path, taken for inputs that are not rank 4",
+    # A fourth harvest from real public code, measured after the diagnoses written from the third one,
+    # and never used to write one.
+    "mask-paddings-zero-where-blocked-iaan": {"mistake": "mask-fill-not-minus-inf",
+        "source": "30stomercury/Interaction-Aware-Attention-Network@https://github.com/30stomercury/Interaction-Aware-Attention-Network/issues/1 "
+                  "— paddings = mask * -1e8 is 0 exactly where the mask is 0, so the blocked scores were set to 0",
         "cells": {"masked_softmax": """
 def masked_softmax(scores, mask):
     scores = np.asarray(scores, dtype=float)
-    if scores.ndim == 4:
-        scores = np.where(mask, scores, -np.inf)
-    return softmax(scores, axis=-1)
+    mask = np.asarray(mask, dtype=float)
+    paddings = mask * -1e8
+    return softmax(np.where(mask == 0, paddings, scores), axis=-1)
+"""}},
+    "mask-true-read-as-blocked-gemap": {"mistake": "mask-inverted",
+        "source": "cnzzx/GeMap@https://github.com/cnzzx/GeMap/issues/1 — the attention mask was built with True for the "
+                  "positions that may be attended, and used where True means not allowed",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    blocked = np.asarray(mask, dtype=bool)            # read as: True = not allowed
+    return softmax(np.where(blocked, -np.inf, np.asarray(scores, dtype=float)), axis=-1)
+"""}},
+    "mask-filled-after-softmax-memory-compressed": {"mistake": "mask-after-softmax",
+        "source": "lucidrains/memory-compressed-attention@https://github.com/lucidrains/memory-compressed-attention/issues/2 "
+                  "— the softmax ran before the mask, and the blocked entries were filled with -float('-inf'), which is +inf",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    weights = softmax(np.asarray(scores, dtype=float), axis=-1)
+    return np.where(mask, weights, -float("-inf"))
+"""}},
+    "causal-mask-flipped-pytorch": {"mistake": "mask-transposed",
+        "source": "pytorch/pytorch@https://github.com/pytorch/pytorch/issues/29546 — generate_square_subsequent_mask "
+                  "came out flipped: early tokens could see the future, later ones less of the past",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    return np.triu(np.ones((n, n))) == 1
 """}},
 }

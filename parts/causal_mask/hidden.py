@@ -59,7 +59,12 @@ def mask_mistakes(z, mask):
          np.swapaxes(softmax_rows(np.swapaxes(np.where(m, z, -np.inf), -1, -2)), -1, -2)),
         ("mask-argument-ignored", "the mask argument was ignored (a causal mask was built inside the function)",
          with_fill(z, lower(np.shape(z)[-1]), -np.inf)),
+        ("mask-argument-ignored", NOT_APPLIED, softmax_rows(z)),
     ]
+
+
+NOT_APPLIED = ("the mask was not applied: the weights are the softmax of the whole rows, blocked positions included; set "
+               "the scores where `mask` is False to -inf, for scores of any number of axes")
 
 
 def causal_mistakes(n):

@@ -276,6 +276,23 @@ def masked_softmax(scores, mask):
         scores = scores.astype(float)
     return softmax(scores + mask, axis=-1)
 """}},
+    "mask-dropped-for-other-ranks-keras": {"mistake": "mask-argument-ignored",
+        "source": "keras-team/keras@https://github.com/keras-team/keras/issues/23038 — MultiHeadAttention dropped the "
+                  "causal mask on its manual softmax path, taken for inputs that are not rank 4",
+        "cells": {"masked_softmax": """
+def masked_softmax(scores, mask):
+    scores = np.asarray(scores, dtype=float)
+    if scores.ndim == 4:
+        scores = np.where(mask, scores, -np.inf)
+    return softmax(scores, axis=-1)
+"""}},
+    "causal-mask-triu-without-eq-zero-hkproj": {"mistake": "mask-inverted",
+        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/19:translate.py — the "
+                  "decoder mask was triu(ones, diagonal=1) without the `== 0` of dataset.py: it marked the future as allowed",
+        "cells": {"causal_mask": """
+def causal_mask(n):
+    return np.triu(np.ones((n, n)), k=1).astype(bool)
+"""}},
 }
 
 CORRECT = {

@@ -71,13 +71,19 @@ MISTAKES = {
         "source": "mlx-node/mlx-node@https://github.com/mlx-node/mlx-node/pull/19:crates/mlx-core/src/models/qwen3_5/model.rs — "
                   "num_parameters() never counted final_norm, which sits outside the per-layer loop",
         "cells": {"transformer_parameters": _counting().replace(" + 2 * d_model * final_norm", "")}},
-    "linear-biases-always-hkproj": {"mistake": "count-bias-switches-ignored",
-        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/4 — w_q, w_k, w_v "
-                  "(and w_o) built as nn.Linear(d_model, d_model) with their default biases, where the model has none",
-        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model + 4 * d_model")}},
     "linear-bias-not-counted-exllamav3": {"mistake": "count-without-ffn-biases",
         "source": "turboderp-org/exllamav3@https://github.com/turboderp-org/exllamav3/pull/194 — the size estimate of a "
                   "Linear layer counted its weight elements, not its bias",
         "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model").replace(
             "feed_forward = 2 * d_model * d_ff + (d_ff + d_model) * ffn_bias", "feed_forward = 2 * d_model * d_ff")}},
+    # A fourth harvest from real public code, measured after the diagnoses written from the third one,
+    # and never used to write one.
+    "tied-head-counted-mlx-node": {"mistake": "count-tied-output-layer",
+        "source": "mlx-node/mlx-node@https://github.com/mlx-node/mlx-node/pull/21 — num_parameters() counted the LM head "
+                  "even when tie_word_embeddings is true",
+        "cells": {"transformer_parameters": _counting(unembedding="vocab * d_model")}},
+    "position-table-left-out-nanogpt": {"mistake": "count-without-positions",
+        "source": "karpathy/nanoGPT@https://github.com/karpathy/nanoGPT/pull/209:model.py — get_num_params subtracted the "
+                  "position embeddings from the count, so the learned position table was not in the total",
+        "cells": {"transformer_parameters": _counting(embeddings="vocab * d_model")}},
 }

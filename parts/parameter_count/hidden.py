@@ -40,11 +40,17 @@ def count(vocab, d, layers, heads, d_ff, *, layer_norm=True, ffn_bias=True, qkv_
         attention = 4 * d * d + d * qkv_bias + d * out_bias
     if mistake == "qkv_bias_dk":
         attention = 4 * d * d + 3 * (d // heads) * qkv_bias + d * out_bias
+    if mistake == "biases_always":
+        attention = 4 * d * d + 4 * d
+    if mistake == "ffn_bias_always":
+        feed_forward = 2 * d * d_ff + d_ff + d
     per_layer = attention + feed_forward + norms
     embeddings = vocab * d + context * d
     final = 2 * d * final_norm
     if mistake == "final_per_layer":
         final = layers * 2 * d * final_norm
+    if mistake == "final_half":
+        final = d * final_norm
     unembedding = 0 if tied_unembedding else vocab * d
     if mistake == "tied_counted":
         unembedding = vocab * d
@@ -80,7 +86,8 @@ IDS = {"no_ffn_bias": "count-without-ffn-biases", "ffn_bias_twice_dff": "count-f
        "untied_left_out": "count-untied-output-left-out", "no_embeddings": "count-without-embeddings",
        "vocab_per_layer": "count-token-table-per-block", "tied_subtracted": "count-tied-table-subtracted",
        "matrices_only": "count-block-matrices-only", "no_positions": "count-without-positions",
-       "head_in_embeddings": "count-tied-output-layer"}
+       "head_in_embeddings": "count-tied-output-layer", "biases_always": "count-bias-switches-ignored",
+       "ffn_bias_always": "count-bias-switches-ignored", "final_half": "count-final-norm-half"}
 MISTAKES = {
     "no_ffn_bias": "the feed-forward biases (d_ff + d_model) were left out",
     "ffn_bias_twice_dff": "the feed-forward biases were counted as 2 x d_ff; W2's bias has d_model entries",
@@ -93,8 +100,14 @@ MISTAKES = {
     "qkv_bias_one": "the query/key/value biases were counted once (d_model); there are three (3 x d_model)",
     "qkv_bias_dk": "the query/key/value biases were counted as 3 x d_k, one head's width; the heads' biases side "
                    "by side are 3 x d_model",
+    "biases_always": "the attention's biases (3 x d_model for Q, K and V, d_model for W_O) were counted whatever "
+                     "qkv_bias and out_bias say: count each only when its switch is on",
+    "ffn_bias_always": "the feed-forward biases (d_ff + d_model) were counted whatever ffn_bias says: count them only "
+                       "when it is on",
     "tied_counted": "the output layer was counted although it is tied to the token table",
     "final_per_layer": "the final layer norm was counted once per block; there is one, after the last block",
+    "final_half": "the final layer norm was counted as d_model; like every layer norm it has a gain and a shift, "
+                  "2 x d_model",
     "positions_per_layer": "the position table was counted once per block; there is one, at the input",
     "untied_left_out": "tied_unembedding=False changed nothing: an untied output layer is a d_model x vocab "
                        "matrix of its own, and the total must count it",

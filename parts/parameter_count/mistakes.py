@@ -133,6 +133,14 @@ MISTAKES = {
         "cells": {"transformer_parameters": _counting(embeddings="2 * vocab * d_model + context * d_model",
                                                        unembedding="0")}},
 
+    "linear-biases-always-hkproj": {"mistake": "count-bias-switches-ignored",
+        "source": "hkproj/pytorch-transformer@https://github.com/hkproj/pytorch-transformer/issues/4 — w_q, w_k, w_v "
+                  "(and w_o) built as nn.Linear(d_model, d_model) with their default biases, where the model has none",
+        "cells": {"transformer_parameters": _counting(attention="4 * d_model * d_model + 4 * d_model")}},
+    "final-norm-gain-only-cookbook": {"mistake": "count-final-norm-half",
+        "source": "EleutherAI/cookbook@https://github.com/EleutherAI/cookbook/pull/48:calc/calc_transformer_params.py — "
+                  "the final layer norm was counted as 1 x hidden size; the fix counts its weight and bias, 2 x hidden size",
+        "cells": {"transformer_parameters": _counting().replace("2 * d_model * final_norm", "d_model * final_norm")}},
 }
 
 CORRECT = {

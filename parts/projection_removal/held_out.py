@@ -68,13 +68,6 @@ MISTAKES = {
 
     # A third harvest from real public code, measured after the diagnoses written from the second one,
     # and never used to write one.
-    "scaling-after-softmax-vit": {"mistake": "scale-after-softmax",
-        "source": "FrancescoSaverioZuppichini/ViT@https://github.com/FrancescoSaverioZuppichini/ViT/issues/2 — "
-                  "att = F.softmax(energy, dim=-1) * self.scaling: the scale applied to the weights, after the softmax",
-        "cells": _forward('''
-        weights = self.softmax(self.mask(q @ k.transpose(-2, -1))) * (1.0 / math.sqrt(self.embed_size))
-        return self.out(weights @ v)
-''')},
     "sm-scale-left-at-one-mlc-llm": {"mistake": "scores-not-scaled",
         "source": "mlc-ai/mlc-llm@https://github.com/mlc-ai/mlc-llm/pull/3426 — the fallback attention path called with "
                   "sm_scale=1.0 (the default) instead of 1 / sqrt(head_dim)",
@@ -94,4 +87,28 @@ MISTAKES = {
             scores = self.mask(scores)
         return self.out(self.softmax(scores) @ v)
 ''')},
+    # A fourth harvest from real public code, measured after the diagnoses written from the third one,
+    # and never used to write one.
+    "input-not-value-ddpm-port": {"mistake": "value-unused",
+        "source": "hmdolatabadi/denoising_diffusion@https://github.com/hmdolatabadi/denoising_diffusion/issues/1:lib/model.py "
+                  "— the attention weights were applied to the input (einsum(attn, input)); `value` was never used",
+        "cells": _forward("""
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))))
+        return self.out(weights @ x)
+""")},
+    "weights-not-transposed-sagan": {"mistake": "weights-transposed-on-values",
+        "source": "heykeetae/Self-Attention-GAN@https://github.com/heykeetae/Self-Attention-GAN/issues/11:sagan_models.py "
+                  "— attention.permute(0, 1, 2) left the weights as they were where (0, 2, 1) was meant, so the values "
+                  "were mixed by the transposed weights",
+        "cells": _forward("""
+        weights = self.softmax(self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size))))
+        return self.out(weights.transpose(-2, -1) @ v)
+""")},
+    "softmax-wrong-dim-llms-rs": {"mistake": "softmax-over-queries",
+        "source": "nerdai/llms-from-scratch-rs@https://github.com/nerdai/llms-from-scratch-rs/pull/30 — the causal "
+                  "attention's weights were a softmax over the wrong dimension of the scores, not over the keys",
+        "cells": _forward("""
+        scores = self.mask((q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)))
+        return self.out(F.softmax(scores, axis=-2) @ v)
+""")},
 }

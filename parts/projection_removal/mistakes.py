@@ -35,8 +35,8 @@ class WeightedAttention(Module):
         self.out = Linear(embed_size, embed_size, name=f"{name}.out")
         self.mask = CausalMask()
         self.softmax = Softmax(axis=-1)
-        # (a) Remove the projections named in `remove`: afterwards the attribute is
-        #     None, and the model no longer counts or trains its parameters.
+        # (a) Remove the projections named in `remove` (set the attribute to None,
+        #     or delete it): the model then no longer counts or trains their parameters.
 '''
 
 _BETWEEN = '''
@@ -298,6 +298,13 @@ MISTAKES = {
         blocked[rows, cols] = -np.inf
         scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(self.embed_size)) + Tensor(blocked)
         weights = self.softmax(scores)
+        return self.out(weights @ v)
+''')},
+    "scaling-after-softmax-vit": {"mistake": "scale-after-softmax",
+        "source": "FrancescoSaverioZuppichini/ViT@https://github.com/FrancescoSaverioZuppichini/ViT/issues/2 — "
+                  "att = F.softmax(energy, dim=-1) * self.scaling: the scale applied to the weights, after the softmax",
+        "cells": _forward('''
+        weights = self.softmax(self.mask(q @ k.transpose(-2, -1))) * (1.0 / math.sqrt(self.embed_size))
         return self.out(weights @ v)
 ''')},
 }

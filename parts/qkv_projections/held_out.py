@@ -166,4 +166,67 @@ def multi_head_attention(x, heads, W_o):
         outputs.append(attn @ V)
     return np.concatenate(outputs, axis=-1) @ np.asarray(W_o, dtype=float)
 """}},
+    # A fourth harvest from real public code, measured after the diagnoses written from the third one,
+    # and never used to write one.
+    "head-scaled-by-embedding-width-ng-video": {"mistake": "scores-scaled-wrongly",
+        "source": "karpathy/ng-video-lecture@https://github.com/karpathy/ng-video-lecture/pull/6 — a head's scores were "
+                  "scaled by C ** -0.5, the embedding width, not by its own head size",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    T, C = x.shape
+    tril = np.tril(np.ones((T, T)))
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        q, k, v = x @ W_q, x @ W_k, x @ W_v
+        wei = q @ k.T * C ** -0.5
+        wei = np.where(tril == 0, -np.inf, wei)
+        outputs.append(softmax(wei, axis=-1) @ v)
+    return np.concatenate(outputs, axis=-1) @ W_o
+"""}},
+    "scaled-by-all-heads-width-set-transformer": {"mistake": "scores-scaled-wrongly",
+        "source": "juho-lee/set_transformer@https://github.com/juho-lee/set_transformer/issues/18 — the scores were "
+                  "divided by sqrt(dim_V), the width of all heads together, not by one head's",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    x = np.asarray(x, dtype=float)
+    dim_V = sum(np.shape(W_v)[1] for _, _, W_v in heads)
+    outputs = []
+    for W_q, W_k, W_v in heads:
+        Q, K, V = project_qkv(x, W_q, W_k, W_v)
+        scores = Q @ K.T / math.sqrt(dim_V)
+        n = scores.shape[0]
+        scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+        outputs.append(softmax(scores, axis=-1) @ V)
+    return np.concatenate(outputs, axis=-1) @ W_o
+"""}},
+    "heads-without-output-projection-translob": {"mistake": "no-output-projection",
+        "source": "jwallbridge/translob@https://github.com/jwallbridge/translob/issues/4 — the heads were concatenated "
+                  "and the final learnt linear transformation W_O was missing",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
+    return np.concatenate(outputs, axis=-1)
+"""}},
+    "heads-viewed-without-permute-qanet": {"mistake": "heads-merged-without-transpose",
+        "source": "hackiey/QAnet-pytorch@https://github.com/hackiey/QAnet-pytorch/issues/2:qanet/self_attention.py — the "
+                  "heads, stacked (heads, length, width), were viewed as (length, -1) without a permute first",
+        "cells": {"multi_head_attention": """
+def multi_head_attention(x, heads, W_o):
+    outputs = [causal_attention(*project_qkv(x, W_q, W_k, W_v))[0] for W_q, W_k, W_v in heads]
+    stacked = np.stack(outputs)                       # (heads, n, d_v)
+    return stacked.reshape(stacked.shape[1], -1) @ np.asarray(W_o, dtype=float)
+"""}},
+    "softmax-over-queries-vit-notebook": {"mistake": "softmax-over-queries",
+        "source": "nerminnuraydogan/vision-transformer@https://github.com/nerminnuraydogan/vision-transformer/issues/1 — "
+                  "the attention weights' softmax was taken along the wrong dimension, not the last (the keys)",
+        "cells": {"causal_attention": """
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    n, d_k = Q.shape[-2], Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / math.sqrt(d_k)
+    scores = np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf)
+    weights = softmax(scores, axis=-2)
+    return weights @ V, weights
+"""}},
 }

@@ -335,6 +335,17 @@ def multi_head_attention(x, heads, W_o):
     outputs = [causal_attention(*project_qkv(x, *head))[0] for head in heads]
     return np.concatenate(outputs, axis=1) @ np.asarray(W_o, dtype=np.float32)
 '''},
+    # As openai/improved-diffusion's QKVAttention scales (issue #54 there): 1/sqrt(sqrt(d_k)) on Q and on K,
+    # which is 1/sqrt(d_k) on every score, and keeps the products small in half precision.
+    "scale-split-between-q-and-k": {"causal_attention": '''
+def causal_attention(Q, K, V):
+    Q, K, V = (np.asarray(a, dtype=float) for a in (Q, K, V))
+    scale = 1 / math.sqrt(math.sqrt(Q.shape[-1]))
+    scores = (Q * scale) @ np.swapaxes(K * scale, -1, -2)
+    n = scores.shape[-1]
+    weights = softmax(np.where(np.tril(np.ones((n, n), dtype=bool)), scores, -np.inf), axis=-1)
+    return weights @ V, weights
+'''},
     "slices-of-w-o": {"multi_head_attention": '''
 def multi_head_attention(x, heads, W_o):
     result, start = 0.0, 0

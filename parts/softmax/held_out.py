@@ -151,14 +151,6 @@ def entropy_bits(p):
     p = np.asarray(p, dtype=float)
     return float(-np.sum(p * np.log2(p)))
 """}},
-    "entropy-epsilon-in-the-log-forest": {"mistake": "entropy-in-nats",
-        "source": "onnela-lab/forest@https://github.com/onnela-lab/forest/issues/114:forest/jasmine/traj2stats.py — "
-                  "entropy as -sum(p * np.log(p + 0.00001)): the natural log, with an epsilon inside it",
-        "cells": {"entropy_bits": """
-def entropy_bits(p):
-    p = np.asarray(p, dtype=float)
-    return float(-np.sum(p * np.log(p + 0.00001)))
-"""}},
     "entropy-exp-logp-times-logp-trl": {"mistake": "entropy-keeps-zeros",
         "source": "huggingface/trl@https://github.com/huggingface/trl/pull/7263 (issue #7221) — entropy_from_logits "
                   "summed exp(logp) * logp, which is nan for a token of probability 0 (0 * -inf)",
@@ -168,14 +160,55 @@ def entropy_bits(p):
         logp = np.log2(np.asarray(p, dtype=float))
     return float(-np.sum(np.exp2(logp) * logp))
 """}},
-    "attend-softmax-commented-out-flexflow": {"mistake": "no-softmax",
-        "source": "flexflow/flexflow-train@https://github.com/flexflow/flexflow-train/issues/467:"
-                  "examples/python/native/bert_proxy_native.py — the softmax was commented out (and no scaling): the raw "
-                  "scores served as the weights",
+    # A fourth harvest from real public code, measured after the diagnoses written from the third one,
+    # and never used to write one.
+    "softmax-exp-unshifted-nupic": {"mistake": "softmax-no-max-shift",
+        "source": "numenta/nupic-legacy@https://github.com/numenta/nupic-legacy/pull/3818 — the softmax took exp of the "
+                  "raw values, which overflows when one is large; the fix subtracts a constant (the maximum) first",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    z = np.asarray(z, dtype=float)
+    numerator = np.exp(z)
+    return numerator / np.sum(numerator, axis=axis, keepdims=True)
+"""}},
+    "softmax-rounded-unshifted-deepml": {"mistake": "softmax-no-max-shift",
+        "source": "Open-Deep-ML/DML-OpenProblem@https://github.com/Open-Deep-ML/DML-OpenProblem/issues/406 — the softmax "
+                  "problem's answer exponentiated the raw scores (no maximum subtracted) and rounded each weight to 4 places",
+        "cells": {"softmax": """
+def softmax(z, axis=-1):
+    exp_scores = np.exp(np.asarray(z, dtype=float))
+    sum_exp = exp_scores.sum(axis=axis, keepdims=True)
+    return np.round(exp_scores / sum_exp, 4)
+"""}},
+    "entropy-natural-log-scikit-psl": {"mistake": "entropy-in-nats",
+        "source": "TRR318/scikit-psl@https://github.com/TRR318/scikit-psl/pull/17 — the entropy was computed with the "
+                  "natural log; the fix made it base 2",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    safe = np.where(p > 0, p, 1.0)
+    return float(np.sum(-p * np.log(safe)))
+"""}},
+    "entropy-natural-units-entanglish": {"mistake": "entropy-in-nats",
+        "source": "rrtucci/Entanglish@https://github.com/rrtucci/Entanglish/issues/6 — entropies computed in natural "
+                  "units (ln) where bits were expected",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    total = 0.0
+    for x in np.asarray(p, dtype=float).ravel():
+        if x > 0:
+            total -= x * math.log(x)
+    return total
+"""}},
+    "attend-softmax-over-kept-dim-afm": {"mistake": "softmax-wrong-axis",
+        "source": "hexiangnan/attentional_factorization_machine@https://github.com/hexiangnan/attentional_factorization_machine/issues/19 "
+                  "— reduce_sum(..., keep_dims=True) left the scores shaped (batch, pairs, 1), and the softmax ran over "
+                  "that last axis of length 1",
         "cells": {"attend": """
 def attend(q, K, V):
     q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
-    alpha = K @ q                   # softmax(...) commented out
+    scores = np.sum(K * q, axis=1, keepdims=True) / math.sqrt(q.shape[-1])     # (n_keys, 1)
+    alpha = softmax(scores)[:, 0]
     return alpha, alpha @ V
 """}},
 }

@@ -76,6 +76,18 @@ def attend(q, K, V):
     alpha = softmax(K @ q / np.sqrt(q.shape[0]))
     return alpha, alpha @ K
 '''}},
+    "entropy-averaged": {"cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    terms = np.where(p > 0, -p * np.log2(np.where(p > 0, p, 1.0)), 0.0)
+    return float(terms.mean())
+'''}},
+    "entropy-normalised": {"cells": {"entropy_bits": '''
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float).ravel()
+    nz = p[p > 0]
+    return float(-(nz * np.log2(nz)).sum() / np.log2(p.size))
+'''}},
     "attend-scales-query-in-place": {"mistake": "in-place", "warned": "returns new arrays and never changes its inputs",
         "cells": {"attend": '''
 def attend(q, K, V):
@@ -164,7 +176,24 @@ def attend(q, K, V, scale=0.0):
     alpha = softmax((K @ q) * scale)        # meant: 0 stands for 1 / sqrt(d_k)
     return alpha, alpha @ V
 """}},
-
+    "entropy-epsilon-in-the-log-forest": {"mistake": "entropy-in-nats",
+        "source": "onnela-lab/forest@https://github.com/onnela-lab/forest/issues/114:forest/jasmine/traj2stats.py — "
+                  "entropy as -sum(p * np.log(p + 0.00001)): the natural log, with an epsilon inside it",
+        "cells": {"entropy_bits": """
+def entropy_bits(p):
+    p = np.asarray(p, dtype=float)
+    return float(-np.sum(p * np.log(p + 0.00001)))
+"""}},
+    "attend-softmax-commented-out-flexflow": {"mistake": "no-softmax",
+        "source": "flexflow/flexflow-train@https://github.com/flexflow/flexflow-train/issues/467:"
+                  "examples/python/native/bert_proxy_native.py — the softmax was commented out (and no scaling): the raw "
+                  "scores served as the weights",
+        "cells": {"attend": """
+def attend(q, K, V):
+    q, K, V = (np.asarray(a, dtype=float) for a in (q, K, V))
+    alpha = K @ q                   # softmax(...) commented out
+    return alpha, alpha @ V
+"""}},
 }
 
 CORRECT = {
@@ -225,6 +254,14 @@ def attend(q, K, V):
     q, K, V = (np.asarray(a, dtype=np.float32) for a in (q, K, V))
     alpha = softmax(K @ q / np.float32(np.sqrt(q.shape[0])))
     return alpha, alpha @ V
+'''},
+    # q and K each scaled by d_k ** -0.25, as openai/improved-diffusion's QKVAttention does (issue #54 there)
+    "scale-split-between-q-and-k": {"attend": '''
+def attend(q, K, V):
+    q, K = np.asarray(q, dtype=float), np.asarray(K, dtype=float)
+    scale = q.shape[-1] ** -0.25
+    alpha = softmax((K * scale) @ (q * scale))
+    return alpha, alpha @ np.asarray(V, dtype=float)
 '''},
     "einsum": {"attend": '''
 def attend(q, K, V):

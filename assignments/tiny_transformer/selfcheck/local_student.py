@@ -19,6 +19,7 @@ class LocalStudent:
         self.load_errors: list = []
         self._budget = Budget(per_call or math.inf, None)      # no limit here: only what to warn of
         self.slow_calls = self._budget.slow
+        self.unwritten: set[str] = set()     # the functions a call found still raising NotImplementedError
 
     def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
         args = wire.loads(wire.dumps(list(args)))
@@ -37,6 +38,11 @@ class LocalStudent:
         except StudentError:
             raise
         except Exception as exc:  # noqa: BLE001
+            if type(exc) is NotImplementedError and exc.__traceback__ is not None:
+                last = exc.__traceback__
+                while last.tb_next is not None:
+                    last = last.tb_next
+                self.unwritten.add(last.tb_frame.f_code.co_name)
             raise StudentError("error", f"{type(exc).__name__}: {exc}", causes.of(exc)) from None
         self._budget.note(f"{probe + '.' if probe else ''}{name}", time.process_time() - started)
         try:

@@ -9,6 +9,7 @@ import ast
 import inspect
 import re
 import textwrap
+from collections.abc import Iterable
 from typing import Any
 
 from selfcheck.program import grade_id, is_solution, source
@@ -146,13 +147,20 @@ def unwritten(code: dict[str, str]) -> dict[str, str]:
 
 def not_written(functions: list[str], cells: dict[str, str], code: dict[str, str], count: int) -> str:
     """One paragraph for ``count`` failing checks that call only functions still raising NotImplementedError."""
-    below = [cells[f] for f in functions if _code_below_the_raise(code.get(cells[f], ""))]
     text = (f"{count} checks fail only because {', '.join(functions)} still raise NotImplementedError: write "
             "each where its cell says `# YOUR CODE HERE`, and delete the `raise NotImplementedError` line.")
-    if below:
-        text += (f" The cell{'s' if len(below) > 1 else ''} {', '.join(dict.fromkeys(below))} already hold code "
-                 "below that line, which never runs until the line is gone.")
-    return text
+    below = code_below(functions, cells, code)
+    return f"{text} {below}" if below else text
+
+
+def code_below(functions: Iterable[str], cells: dict[str, str], code: dict[str, str]) -> str:
+    """The sentence for the cells of ``functions`` (function -> cell: :func:`unwritten`) that hold code below
+    the stub's `raise NotImplementedError` line, or ''."""
+    below = list(dict.fromkeys(cells[f] for f in functions if f in cells and _code_below_the_raise(code.get(cells[f], ""))))
+    if not below:
+        return ""
+    return (f"The cell{'s' if len(below) > 1 else ''} {', '.join(below)} already hold{'' if len(below) > 1 else 's'} "
+            "code below the `raise NotImplementedError` line, which never runs until the line is gone.")
 
 
 def _code_below_the_raise(text: str) -> bool:

@@ -246,14 +246,37 @@ def implied_scale(weights: Any, raw_scores: Any) -> float | None:
     return statistics.median(found) if found else None     # np.median would import numpy.ma: 20 ms
 
 
+def _the_scores_themselves(w: np.ndarray, s: np.ndarray) -> bool:
+    """Every row of the weights ``w`` is its scores ``s`` times one number, the blocked ones (0 or not
+    finite) aside: no softmax was taken."""
+    rows = 0
+    for wr, sr in zip(w.reshape(-1, w.shape[-1]), s.reshape(-1, s.shape[-1])):
+        keep = np.isfinite(wr) & (wr != 0)
+        if keep.sum() < 2 or np.ptp(sr[keep]) < 1e-9:
+            continue
+        c = float(wr[keep] @ sr[keep] / (sr[keep] @ sr[keep]))
+        if not c or np.abs(wr[keep] - c * sr[keep]).max() > 1e-6 * np.abs(wr[keep]).max():
+            return False
+        rows += 1
+    return rows > 0
+
+
 def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",
                   **others: int) -> tuple[str, str] | None:
-    """The likely mistake when the weights show scores divided by something other than sqrt(d_k).
+    """The likely mistake when the weights show scores divided by something other than sqrt(d_k),
+    or no softmax taken at all (the weights are the scores times a number).
 
     ``others`` names sizes a student may have used instead, for example
     ``n_tokens=5`` or ``d_model=4``; returns (mistake id, words), or None when the scale is right
     or unreadable.
     """
+    try:
+        w, s = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (weights, raw_scores))
+    except (TypeError, ValueError):
+        return None
+    if w.shape == s.shape and _the_scores_themselves(w, s):
+        return "no-softmax", ("the weights are the scores themselves (times a number), not their softmax: take the "
+                              "softmax of the scaled scores, so each row is positive and sums to 1")
     found = implied_scale(weights, raw_scores)
     right = d_k ** 0.5
     if found is None or abs(found - right) <= 1e-3 * right:
@@ -273,6 +296,31 @@ def scale_mistake(weights: Any, raw_scores: Any, d_k: int, width: str = "d_k",
     key = " or ".join(dict.fromkeys(key for _, key in named)) or "scores-scaled-wrongly"
     return key, (f"the scores were {what}: divide them by the square root of the width {width}, "
                  f"sqrt({d_k}) = {right:.4g}")
+
+
+ENTROPY_UNITS = (("entropy-in-nats", "natural log instead of log2 (that is nats, not bits)", math.log(2)),
+                 ("entropy-log10", "log10 instead of log2", math.log10(2)),
+                 ("entropy-sign", "the minus sign is missing", -1.0))
+
+
+def entropy_mistake(got: Any, bits: float, n: int = 0) -> list[tuple]:
+    """[(mistake id, words, ``got``)] when ``got`` is the entropy ``bits`` of ``n`` weights in another log's
+    unit, with the sign lost, averaged over the weights or divided by its maximum, read from their ratio
+    to a thousandth: an epsilon added inside the log moves it a little, and is named too."""
+    try:
+        value = float(got)
+    except (TypeError, ValueError):
+        return []
+    ratio = value / bits if bits and math.isfinite(value) else math.nan
+    sizes = [("entropy-averaged", f"the terms -p log2 p were averaged over the {n} weights, not summed", 1 / n),
+             ("entropy-normalised", f"the entropy was divided by log2({n}), the most {n} weights can have: that is "
+                                    "a share of the maximum, not bits", 1 / math.log2(n))] if n > 1 else []
+    for key, words, factor in (*ENTROPY_UNITS, *sizes):
+        if abs(ratio - factor) <= 1e-3 * abs(factor):
+            if abs(ratio - factor) > 1e-7 * abs(factor):
+                words += ", and a little off: something was added inside the log (an epsilon); leave the zero weights out instead"
+            return [(key, words, value)]
+    return []
 
 
 def _same(sent, back):
