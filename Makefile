@@ -130,5 +130,5 @@ experiment: $(STAMP)
 	$(BIN)/course experiment --jobs 2
 
 clean:
-	rm -rf docs/_build demo artifacts results reports autograded submitted feedback gradebook.db parts.csv \
-	  totals.csv grades.csv gradescope cohort_report.html cohort_report.csv canvas_gradebook.csv moodle_grades.csv
+	rm -rf docs/_build demo artifacts exchange $$($(BIN)/python -c \
+	  "from autograder.pipeline import OUTPUTS; print(*sorted({o.path.split('/')[0] for o in OUTPUTS}))")

@@ -33,10 +33,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from autograder import export as course_exports
 from autograder import status
 from autograder.course import config, corpus, late, roster
 from autograder.errors import CorpusMissing, CourseError, NbgraderError, NoSubmissions
-from autograder.export import gradescope, lms, parts, totals
+from autograder.export import totals
 from autograder.export.outputs import OTHER, Inputs
 from autograder.grade import discovery, grading, submission_time
 from autograder.nbgrader import grades_csv, settings, staging
@@ -50,8 +51,10 @@ if TYPE_CHECKING:
     from autograder.records.results import Submission
 
 UNFINISHED = ".exporting"    # in results/: a batch graded, its gradebook and exports not all written yet
-# every export, in the order they are written: each module declares its files and its writer
-EXPORTS = (parts.EXPORT, totals.EXPORT, gradescope.EXPORT, lms.EXPORT, grades_csv.EXPORT, feedback.EXPORT, cohort_page.EXPORT)
+# every export, in the order they are written: each module declares its files, its writer and its turn;
+# autograder/export/'s are found there, the gradebook's, the feedback pages' and the report's added
+EXPORTS = tuple(sorted(course_exports.found() + (grades_csv.EXPORT, feedback.EXPORT, cohort_page.EXPORT),
+                       key=lambda export: export.order))
 # every file a grading folder holds: what `course grade` prints, the docs' table, .gitignore's and make clean's list
 OUTPUTS = tuple(output for export in EXPORTS for output in export.outputs) + OTHER
 

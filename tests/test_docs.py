@@ -1,12 +1,13 @@
 """The README and the documentation site: what they point at exists, and the lists made from the
 code name what the code does. (`make docs` builds the site itself, warnings as errors.)"""
 
-import fnmatch
 import os
 import re
+import shutil
+import subprocess
 import sys
 
-from autograder import commands, pipeline
+from autograder import commands, export, pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -24,15 +25,37 @@ def test_the_readme_is_short_gives_the_commands_and_its_links_exist():
         assert os.path.exists(os.path.join(ROOT, link)), link
 
 
-def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean():
-    with open(os.path.join(ROOT, ".gitignore")) as fh:
-        ignored = [line.strip().rstrip("/") for line in fh if line.strip() and not line.startswith("#")]
+def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean(tmp_path):
+    """Both read the one list of outputs: .gitignore by its patterns (as git reads them, in a
+    scratch repository), the Makefile's clean target from pipeline.OUTPUTS itself."""
+    shutil.copy(os.path.join(ROOT, ".gitignore"), tmp_path / ".gitignore")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    tops = sorted({output.path.split("/")[0] for output in pipeline.OUTPUTS})
+    for output in pipeline.OUTPUTS:             # a folder's pattern matches a folder
+        if "/" in output.path:
+            (tmp_path / output.path.split("/")[0]).mkdir(exist_ok=True)
+    ignored = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "--no-index", *tops],
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == tops, f"add to .gitignore: {sorted(set(tops) - set(ignored))}"
     with open(os.path.join(ROOT, "Makefile")) as fh:
-        clean = re.search(r"^clean:\n\trm -rf (.*?)(?:\n\S|\Z)", fh.read(), re.M | re.S)[1].split()
-    for output in pipeline.OUTPUTS:
-        top = output.path.split("/")[0]
-        assert any(fnmatch.fnmatch(top, pattern) for pattern in ignored), f"{output.path}: add {top} to .gitignore"
-        assert top in clean, f"{output.path}: add {top} to the Makefile's clean target"
+        clean = re.search(r"^clean:\n\t(.*?)(?:\n\S|\Z)", fh.read(), re.M | re.S)[1]
+    assert "from autograder.pipeline import OUTPUTS" in clean, clean
+
+
+def test_an_export_module_is_found_with_nothing_else_to_change(tmp_path, monkeypatch):
+    """docs/how-to/new-export.md: a module of autograder/export/ declaring an EXPORT is found (here
+    one written in a folder added to the package's path), and the pipeline writes what is found,
+    in turn, its files among the outputs."""
+    (tmp_path / "blackboard.py").write_text(
+        "from autograder.export.outputs import Export, Output\n"
+        "EXPORT = Export('blackboard', (Output('LMS', 'blackboard.csv', '', 'for Blackboard'),), print, order=45)\n")
+    monkeypatch.setattr(export, "__path__", [*export.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "autograder.export.blackboard", raising=False)
+    assert "blackboard" in {e.name for e in export.found()}
+    assert {e.name for e in export.found()} >= {"parts", "totals", "gradescope", "LMS"}
+    assert set(export.found()) - set(pipeline.EXPORTS) == {sys.modules["autograder.export.blackboard"].EXPORT}
+    assert [e.order for e in pipeline.EXPORTS] == sorted(e.order for e in pipeline.EXPORTS)
+    assert {o for e in pipeline.EXPORTS for o in e.outputs} <= set(pipeline.OUTPUTS)
 
 
 def test_course_grade_prints_each_printed_output_from_the_list():

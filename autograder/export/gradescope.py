@@ -109,4 +109,4 @@ def write_gradescope(out: str, course: Course, records: Iterable[Submission], gr
 EXPORT = Export("gradescope", (
     Output("gradescope", "gradescope/<student>/<assignment>/results.json", "",
                "the Gradescope autograder format: one test per graded part and per hand-graded answer"),
-), lambda i: write_gradescope(i.out, i.course, i.records, i.gradebook))
+), lambda i: write_gradescope(i.out, i.course, i.records, i.gradebook), order=30)

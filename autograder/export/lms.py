@@ -64,4 +64,4 @@ EXPORT = Export("LMS", (
                "Canvas's gradebook import: the totals of totals.csv, names and SIS ids from roster.csv"),
     Output("LMS", "moodle_grades.csv", "import as they are",
                "Moodle's CSV grade import: the totals of totals.csv, names and emails from roster.csv"),
-), lambda i: write(i.out, i.course, totals(i.course, i.records, i.gradebook), i.people))
+), lambda i: write(i.out, i.course, totals(i.course, i.records, i.gradebook), i.people), order=40)

@@ -1,8 +1,10 @@
 """What an export is: its name, the files it writes and its writer; and the files grading writes
 that are no export's.
 
-Every export declares itself once, as an :class:`Export` in the module that writes it;
-:data:`autograder.pipeline.EXPORTS` lists them in the order they are written, and
+Every export declares itself once, as an :class:`Export` in the module that writes it; a module
+of ``autograder/export/`` that does is found (:func:`autograder.export.found`), and
+:data:`autograder.pipeline.EXPORTS` adds the gradebook's, the feedback pages' and the cohort
+report's, in their ``order``; and
 :data:`autograder.pipeline.OUTPUTS` is every file a grading folder holds: what `course grade`,
 `course export` and `course demo` print (:func:`where`), the documentation's table of output
 files, and the list `.gitignore` and `make clean` are held to (tests/test_docs.py).
@@ -43,6 +45,7 @@ class Export(NamedTuple):
     name: str                        # the stage: what a failure's warning and the timings call it
     outputs: tuple[Output, ...]      # the files it writes
     write: Callable[[Inputs], object]
+    order: int                       # its turn: exports are written, and their files listed, by it
 
 
 # the files grading writes beside the exports: the records, nbgrader's gradebook and its copies

@@ -38,4 +38,4 @@ EXPORT = Export("parts", (
     Output("parts", "parts.csv", "one row per student and part",
                "`student,assignment,part,score,max_score,status,reason`, one row per student and part; status is "
                "`passed`, `partial`, `failed`, `error`, `timeout`, `missing` or `not attempted`"),
-), lambda i: write_grades(i.out, i.records))
+), lambda i: write_grades(i.out, i.records), order=10)

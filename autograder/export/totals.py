@@ -103,4 +103,4 @@ EXPORT = Export("totals", (
     Output("totals", "totals.csv", "for the LMS; hand-graded answers included",
                "`student_id,total,max_total,<assignment>...,<assignment>_late_penalty...`, one row per student: "
                "autograded and hand-graded points less the late penalty"),
-), lambda i: write_totals(i.out, i.course, i.records, i.gradebook))
+), lambda i: write_totals(i.out, i.course, i.records, i.gradebook), order=20)

@@ -15,4 +15,4 @@ EXPORT = Export("nbgrader", (
     Output("nbgrader", "grades.csv", "nbgrader's export, as `nbgrader export` writes it",
                "nbgrader's own export: one row per student and assignment, hand grades and "
                "`late_submission_penalty` included, `timestamp` the time collect recorded"),
-), _write)
+), _write, order=50)

@@ -126,4 +126,4 @@ EXPORT = Export("report", (
     Output("", "results/.similarity/<assignment>/<hash>.json", "",
                "each hand-in's code as the similarity flags compare it, read once (named by the notebook's, the "
                "release's and the reading code's hashes); safe to delete"),
-), lambda i: write(i.course, i.out, i.records, gradebook=i.gradebook))
+), lambda i: write(i.course, i.out, i.records, gradebook=i.gradebook), order=70)

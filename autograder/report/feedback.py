@@ -175,4 +175,4 @@ EXPORT = Export("feedback", (
     Output("", "reports/.made_from.json", "",
                "what each feedback page was drawn from, as a hash: an export draws again only the pages whose "
                "record, hand grades or drawing code changed; safe to delete (every page is then drawn again)"),
-), lambda i: write_feedback(i.out, i.records, i.course, i.gradebook, i.add_answers, on_disk=True))
+), lambda i: write_feedback(i.out, i.records, i.course, i.gradebook, i.add_answers, on_disk=True), order=60)
