@@ -3,13 +3,14 @@
 import os
 import re
 import shutil
-import tempfile
 
 import pytest
 
 from autograder.course import config
-from autograder.grade import reuse
+from autograder.grade import reference_answers, reuse
 
+
+KEEP_DAYS = 14          # kept verdicts not read again for this long are removed
 
 # `make test` runs the files on two processes (pytest-xdist, --dist loadfile, in this order): the
 # longest first, as measured, so that neither process is left with one of them at the end.
@@ -128,19 +129,18 @@ def pytest_ignore_collect(collection_path, config):
 
 
 def pytest_configure(config):
-    """Matplotlib draws off screen; every part graded in this run, by any test process or a command
-    one starts, is kept in one folder for the others (autograder/grade/reuse.py): the demo cohort,
-    the tutorial's and the exchange's terms hand in the same reference solutions many times over.
-    pytest-xdist's workers inherit the folder from the process that starts them."""
+    """Matplotlib draws off screen; every part graded by any test process, or a command one starts,
+    is kept for the others and for later runs (autograder/grade/reuse.py): the demo cohort, the
+    tutorial's and the exchange's terms and the mutation check hand in the same notebooks run after
+    run. A kept verdict is keyed on the hash of the grader's code, the part's suites and reference,
+    the program and the sandbox, so any change to those grades again; ``$COURSE_GRADE_CACHE`` names
+    another folder (an empty one for a cold run). pytest-xdist's workers inherit it."""
     os.environ.setdefault("MPLBACKEND", "Agg")
     if "PYTEST_XDIST_WORKER" not in os.environ and reuse.STORE not in os.environ:
-        os.environ[reuse.STORE] = config._grade_cache = tempfile.mkdtemp(prefix="course-grades-")
-
-
-def pytest_unconfigure(config):
-    if getattr(config, "_grade_cache", None):
-        shutil.rmtree(config._grade_cache, ignore_errors=True)
-        del os.environ[reuse.STORE]
+        folder = os.path.join(os.path.dirname(reference_answers.cache_folder()), "test-grades")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        reuse.prune(folder, days=KEEP_DAYS)
+        os.environ[reuse.STORE] = folder
 
 
 def _needs_corpus(item):

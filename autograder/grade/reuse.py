@@ -58,8 +58,11 @@ def _stored(found: str) -> PartResult | None:
     if not folder:
         return None
     try:
-        with open(os.path.join(folder, f"{found}.json"), encoding="utf-8") as fh:
+        path = os.path.join(folder, f"{found}.json")
+        with open(path, encoding="utf-8") as fh:
             data = json.load(fh)
+        with contextlib.suppress(OSError):
+            os.utime(path)          # read: kept from pruning (:func:`prune`)
         return PartResult(**{**data, "checks": [Check(**c) for c in data["checks"]]})
     except (OSError, ValueError, TypeError, KeyError):      # none, unreadable, or of another version
         return None
@@ -75,6 +78,17 @@ def _store(found: str, result: PartResult) -> None:
         with tempfile.NamedTemporaryFile("w", dir=folder, delete=False, suffix=".part", encoding="utf-8") as fh:
             json.dump(dataclasses.asdict(result), fh)
         os.replace(fh.name, path)
+
+
+def prune(folder: str, days: float) -> None:
+    """Remove the results in ``folder`` not read or written for ``days``: a folder kept from run to
+    run gathers a set for every version of the grader."""
+    cutoff = time.time() - days * 86400
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):
+                if entry.is_file() and entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
 
 
 def graded(found: str, grade: Callable[[], tuple[PartResult, bool]]) -> PartResult:
