@@ -108,6 +108,8 @@ def test_the_reason_names_an_unloaded_cell_first_then_the_likely_mistake_then_th
     assert reason(checks + [diagnosed]) == \
         "Likely mistake: the sum is wrong. 2 of 3 checks did not pass; first: sums to one: got 2"
     assert reason([diagnosed, checks[1]]).endswith("first: adds up")
+    other = Check("u", "sums to two", "public", 1, "failed", "sums to two: got 3.", "other", "another slip")
+    assert reason([other, diagnosed, diagnosed]).endswith("first: sums to two")
     unloaded = reason(checks + [diagnosed], [{"cell": "softmax", "error": "SyntaxError: invalid syntax"}])
     assert unloaded.startswith("the cell 'softmax' did not load") and unloaded.endswith("first: sums to one: got 2")
 

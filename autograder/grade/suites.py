@@ -162,8 +162,8 @@ def _status(checks, score, points):
 def _reason(part, load_errors):
     """The part's first message: a cell that did not load, else the likely mistake, else the first failure.
 
-    A first failure the likely mistake does not explain (an error the code raised, say) is
-    quoted whole: a diagnosis drawn from other checks must not hide it."""
+    A first failure no likely mistake explains (an error the code raised, say) is quoted whole: a
+    diagnosis drawn from other checks must not hide it."""
     checks = part.checks
     failing = [c for c in checks if not c.passed]
     unloaded = "; ".join(load_failure(e) for e in load_errors)
@@ -179,8 +179,8 @@ def _reason(part, load_errors):
     if timeouts:                # the call that took too long, not a check it left unrun
         timed_out = next((c for c in timeouts if "not run:" not in c.message), timeouts[0])
         return f"Timed out: {timed_out.said}. {count}"
-    if diagnosis:               # what came back, unless the likely mistake already says it
-        first = failing[0].doc if failing[0].diagnosis == diagnosis else failing[0].said
+    if diagnosis:               # what came back, unless a likely mistake already explains it
+        first = failing[0].doc if failing[0].diagnosis else failing[0].said
         return f"Likely mistake: {diagnosis}. {count}; first: {first}"
     return f"{count}; first: {failing[0].said}"
 
