@@ -358,3 +358,40 @@ def test_numpy_s_shape_errors_are_named_in_the_check_cell_too():
     with pytest.raises(StudentError) as raised:
         LocalStudent({"combine": combine}).call("combine", np.ones((3, 5, 2)), np.ones((6, 6)))
     assert raised.value.mistake == "matmul-shapes" and "Likely mistake: the shapes of a matrix product" in str(raised.value)
+
+
+def test_the_stand_ins_start_before_the_students_code_can_run():
+    """Code that forks until its account may start no more processes (grading as an ordinary user
+    has no cgroup to stop it) must not keep the grader's stand-ins from starting: they start with
+    the pipes, before the student's process exists, on the ends it does not inherit."""
+    from selfcheck.stand_in_link import StandInLink
+
+    class Factory:
+        def start(self, fds, names):
+            self.fds, self.names = fds, names
+            return self
+
+        def cpu_seconds(self):
+            return 0.0
+
+        def close(self):
+            self.closed = True
+
+    factory = Factory()
+    link = StandInLink(factory, ["softmax"])
+    theirs = link.child_ends()
+    assert factory.names == ["softmax"] and not set(theirs) & set(factory.fds)
+    assert all(_closed(fd) for fd in factory.fds)       # the parent's copies: the stand-ins hold them
+    assert link.start() == {"ok": True}
+    link.close()
+    assert factory.closed and link.start()["ok"] is False
+    for fd in theirs:
+        os.close(fd)
+
+
+def _closed(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False

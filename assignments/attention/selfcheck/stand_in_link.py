@@ -1,6 +1,7 @@
 """The link between a student's process and the process that answers the functions of other parts
-(the stand-ins): two pipes made with each student process, the stand-ins' process started on the
-student's code's first call to one of those functions, and the CPU time it uses since then."""
+(the stand-ins): two pipes made with each student process, the stand-ins' process started with it,
+before the student's code runs (code that used up the processes its account may start must not
+keep the grader's from starting), and the CPU time it uses since then."""
 
 import os
 from typing import Any
@@ -12,28 +13,31 @@ class StandInLink:
 
     def __init__(self, factory: Any, names: list[str]) -> None:
         self._factory, self._names = factory, names
-        self._their_ends: list[int] = []       # the stand-ins' ends of the pipes, handed over when it starts
         self._process: Any = None
         self._base = 0.0                 # its CPU seconds when it was ready
 
     def child_ends(self) -> list[int]:
-        """New pipes for a new student process: the ends it inherits (the caller closes its copies
-        once that process has started)."""
+        """New pipes for a new student process, the stand-ins' process started on its ends: the
+        ends the student's process inherits (the caller closes its copies once it has started)."""
         self.close()
         to_r, to_w = os.pipe()
         back_r, back_w = os.pipe()
-        self._their_ends = [to_r, back_w]
+        try:
+            self._process = self._factory.start((to_r, back_w), self._names)
+        except BaseException:
+            for fd in (to_w, back_r):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (to_r, back_w):
+                os.close(fd)
+        self._base = self._process.cpu_seconds() or 0.0
         return [to_w, back_r]
 
     def start(self) -> dict:
         """The student's code called another part's function for the first time: the reply to send."""
-        if not self._their_ends:
+        if self._process is None:
             return {"ok": False, "error": "no other part's functions are answered here"}
-        self._process = self._factory.start(tuple(self._their_ends), self._names)
-        self._base = self._process.cpu_seconds() or 0.0
-        for fd in self._their_ends:
-            os.close(fd)
-        self._their_ends = []
         return {"ok": True}
 
     def cpu_seconds(self) -> float:
@@ -50,6 +54,3 @@ class StandInLink:
         if self._process is not None:
             self._process.close()
             self._process = None
-        for fd in self._their_ends:
-            os.close(fd)
-        self._their_ends = []

@@ -26,8 +26,8 @@ never said "ready" (the sandbox could not start it) is an
 :class:`InfrastructureError`: the grader's failure, never the student's.
 
 The functions of other parts (stand-ins) are answered by a second process,
-``stand_ins.start(fds, names)``, started when the student's code first calls
-one (:mod:`selfcheck.stand_in_link`); a timeout of the student's call ends both.
+``stand_ins.start(fds, names)``, started before each student process
+(:mod:`selfcheck.stand_in_link`); a timeout of the student's call ends both.
 The process itself, its start, its lines and its death, is
 :class:`selfcheck.process.Process`; at grading, ``jail`` is the sandbox of
 ``autograder/sandbox/``, which decides what each process can see
@@ -113,10 +113,10 @@ class Student:
             fds, names = self._serve
             inherited = list(fds)       # the student's process's pipes: its parent closes them
             load["serve"] = {"fds": list(fds), "names": list(names)}
-        elif self._link is not None:
-            inherited = self._link.child_ends()
-            load["stand_in_fds"] = inherited
         try:
+            if self._serve is None and self._link is not None:
+                inherited = self._link.child_ends()
+                load["stand_in_fds"] = inherited
             self._process = Process(jail=self._jail, workdir=self._workdir, memory_mb=self.memory_mb,
                                     cpu_seconds=self._cpu_limit, label=self.label, pass_fds=inherited)
         except InfrastructureError:
