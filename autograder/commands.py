@@ -27,6 +27,11 @@ def _warn(lines):
         print(f"error: {line}", file=sys.stderr)
 
 
+def _parts(course):
+    """The parts in course.yaml's order, the columns of the table a run prints."""
+    return [part.id for assignment in course.assignments for part in assignment.parts]
+
+
 def _where(out):
     from autograder import pipeline
     from autograder.export import outputs
@@ -90,7 +95,7 @@ def cmd_grade(course: config.Course, args: argparse.Namespace) -> int:
     batch = _grade(course, args.submitted, out, args.jobs, force=args.force,
                    cluster=args.cluster or course.cluster, students=args.student)
     if not batch.interrupted:
-        print(terminal.table(batch.records))
+        print(terminal.table(batch.records, _parts(course)))
         print()
     if args.new:
         print(folders.new_folder_note(course, out, args.submitted), file=sys.stderr)
@@ -263,12 +268,13 @@ def cmd_demo(course: config.Course, args: argparse.Namespace) -> int:
     submitted = os.path.join(folder, "submitted")
     students = cohort.demo_cohort(course, submitted)
     print(f"2. demo cohort of {len(students)} students in {submitted}:")
+    width = max(map(len, students))
     for name, what in students.items():
-        print(f"   {name:<24} {what}")
+        print(f"   {name:<{width}}  {what}")
     print("3. grading (hidden suites, each part in a process of its own) ...", flush=True)
     records = _grade(course, submitted, folder, args.jobs)
     print()
-    print(terminal.table(records))
+    print(terminal.table(records, _parts(course)))
     print("\n" + _where(folder))
     print(f"{'gradebook:':<12}{os.path.join(folder, 'gradebook.db')} "
           f"(cd {folder} && nbgrader export, or formgrader for the written answers)")

@@ -16,9 +16,9 @@ if TYPE_CHECKING:
     from autograder.records.results import PartResult, Submission
 
 
-def table(records: Sequence[Submission]) -> str:
-    """Students down, parts across: score/max and a short status."""
-    parts = []
+def table(records: Sequence[Submission], order: Sequence[str] = ()) -> str:
+    """Students down, parts across (in ``order``, course.yaml's, then as met): score/max and a short status."""
+    parts = list(order)
     for record in records:
         for part in record.parts:
             if part.part not in parts:
@@ -28,6 +28,7 @@ def table(records: Sequence[Submission]) -> str:
         for part in record.parts:
             mark = "" if part.status == "passed" else f" {part.status}"
             cells[record.student, part.part] = f"{part.score:g}/{part.max_score:g}{mark}"
+    parts = [p for p in parts if any(key[1] == p for key in cells)]
     students = sorted({r.student for r in records})
     width = max(len("student"), *(len(s) for s in students))
     widths = [max(len(p), *(len(cells.get((s, p), "-")) for s in students)) for p in parts]
