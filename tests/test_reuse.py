@@ -72,3 +72,21 @@ def test_processes_share_results_through_the_cache_folder_and_a_killed_one_is_ne
     assert graded == [] and there.score == 4
     assert grade_submission(course, assignment.id, "eve", killed, only={"softmax"}).parts[0].score == 0
     assert graded == ["softmax"], "a killed process's result was read back"
+
+
+def test_suites_that_run_no_check_are_the_graders_error_never_a_zero_nor_kept(course_copy, tmp_path, monkeypatch):
+    """A hidden suite pytest cannot collect (a file broken, an import failing, pytest itself
+    refusing) runs no check: the part is the grader's error, graded again on the next run, and no
+    result of it is kept for a copy or a later run."""
+    from autograder.grade import reuse
+    from selfcheck.errors import InfrastructureError
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv(reuse.STORE, str(cache))
+    monkeypatch.setattr(reuse, "_KEPT", {})
+    broken = course_copy()
+    with open(broken.root + "/" + broken.assignment("attention").part("softmax").hidden, "a") as fh:
+        fh.write("\nthis line does not parse\n")
+    with pytest.raises(InfrastructureError, match="ran no check .*SyntaxError"):   # a batch: a grader-error
+        _softmax(broken, tmp_path, "ada", cohort.solved(broken, broken.assignment("attention")))
+    assert not list(cache.iterdir()) and not reuse._KEPT

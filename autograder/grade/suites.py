@@ -167,8 +167,6 @@ def _reason(part, load_errors):
     checks = part.checks
     failing = [c for c in checks if not c.passed]
     unloaded = "; ".join(load_failure(e) for e in load_errors)
-    if not checks:              # fail closed: nothing ran, nothing counts
-        return "no check ran, so this part scores 0 (the grader could not run its suites)"
     if not failing:
         return (unloaded + "; " if unloaded else "") + f"all {len(checks)} checks passed"
     count = f"{len(failing)} of {len(checks)} checks did not pass"
@@ -237,15 +235,20 @@ def _run(course: Course, assignment: Assignment, part: Part, prog: Program, work
     args = suites + ["-q", "--noconftest", "--import-mode=importlib", "-o", "addopts=", "-W", "ignore",
                      "--rootdir", course.root] + PYTEST_LEAN
     forget(suites, course.root)
+    said = io.StringIO()
     try:
         student.start_early()         # its Python and numpy load while pytest starts and collects
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            pytest.main(args, plugins=[collector])
+        with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+            code = pytest.main(args, plugins=[collector])
     finally:
         student.close()
         forget(suites)
     if collector.infrastructure is not None:
         raise collector.infrastructure
+    if not collector.checks:        # the suites did not run: nothing is the student's, nothing kept
+        lines = said.getvalue().splitlines()
+        why = next((line[1:].strip() for line in reversed(lines) if line.startswith("E ")), lines[-1] if lines else "")
+        raise InfrastructureError(f"the part's suites ran no check (pytest's exit code {int(code)}): {why[:500]}")
     checks = collector.checks
     total = sum(c.weight for c in checks) or 1
     earned = sum(c.weight for c in checks if c.passed)
