@@ -682,14 +682,17 @@ TAKEOVER_MARKS = {"check_softmax", "fake-nav", "nbgrader_cell", "full-credit", "
                   "navbar-fixed-top"}
 
 
-def _formgrade_page(course, nb):
-    """``nb`` staged, sanitised at autograde and rendered as formgrader renders a submission."""
+def _formgrade_page(course, nb, staged=True):
+    """``nb`` staged, sanitised at autograde and rendered as formgrader renders a submission
+    (without ``staged``, ``nb`` rendered as it is)."""
     from nbconvert.exporters import HTMLExporter
     from nbgrader.server_extensions.formgrader import handlers
-    raw, why = staging.as_released(_as_json(nb), read_notebook(course.release(course.assignment("attention"),
-                                                                                "attention.ipynb")))
-    assert why is None
-    clean, _ = SanitizeMarkdown().preprocess(nbformat.reads(raw.decode(), as_version=4), {})
+    clean = nbformat.reads(json.dumps(nb), as_version=4)
+    if staged:
+        raw, why = staging.as_released(_as_json(nb), read_notebook(course.release(course.assignment("attention"),
+                                                                                    "attention.ipynb")))
+        assert why is None
+        clean, _ = SanitizeMarkdown().preprocess(nbformat.reads(raw.decode(), as_version=4), {})
     config = settings.settings(course)
     config.HTMLExporter.template_name = "formgrade"
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
@@ -720,16 +723,21 @@ def test_no_student_cell_puts_an_id_or_class_in_formgraders_page(course, release
     """A raw cell (nbconvert passes it through as HTML with its ids and classes) and a markdown
     cell holding elements that formgrader's script finds (the grade id's score box, a
     full-credit link over the page, a navigation bar): the page has each id and class as often
-    as the released notebook's page has it, and the raw cell's text is shown as text."""
+    as the released notebook's page has it, and the raw cell's text is shown as text. A raw cell
+    of a notebook autograded before it was staged so is not in the page at all."""
     nb = copy.deepcopy(release)
-    nb["cells"][1:1] = [{"cell_type": "raw", "metadata": {}, "source": TAKEOVER},
+    html = {"raw_mimetype": "text/html"}
+    nb["cells"][1:1] = [{"cell_type": "raw", "id": "raw-1", "metadata": {}, "source": TAKEOVER},
                         new_markdown_cell(f"## check_softmax\n\n{TAKEOVER}\n\n<p id='check_softmax'>answer</p>"),
-                        {"cell_type": "raw", "metadata": {"raw_mimetype": "text/html"}, "source": TAKEOVER}]
+                        {"cell_type": "raw", "id": "raw-2", "metadata": html, "source": TAKEOVER}]
     page, plain = _formgrade_page(course, nb), _formgrade_page(course, release)
     marks, expected = _marks(page), _marks(plain)
     assert {m: marks[m] for m in TAKEOVER_MARKS} == {m: expected[m] for m in TAKEOVER_MARKS}
     assert marks["style=z-index:9999"] == marks["name=nav"] == 0
     assert page.count('&lt;span id="check_softmax"&gt;') == 2       # the raw cells, as text
+    nb["cells"][2:3] = []       # a notebook autograded before raw cells were staged as markdown
+    before = _marks(_formgrade_page(course, nb, staged=False))
+    assert {m: before[m] for m in TAKEOVER_MARKS} == {m: expected[m] for m in TAKEOVER_MARKS}
 
 
 def test_a_solution_moved_into_another_type_of_cell_is_text_and_the_stub_is_the_answer(release):
