@@ -241,7 +241,10 @@ def program(student: dict, release: dict | None = None, own: Collection[str] | N
     own side: the grader never builds a hand-in's program so. With ``own`` (the solution
     cells of the part being graded), the solution cells in ``stand_ins`` (of
     the parts it uses) are stand-ins for the functions the released cell
-    declares, and every other part's cells do not run.
+    declares, and every other part's cells do not run. A released cell's answer is the first
+    cell of its grade id in its type, the one nbgrader's copy of the hand-in gives the id
+    (autograder/nbgrader/staging.py), so formgrader shows the code graded: code moved into a
+    markdown cell is text, and a code cell of another type's id one the student added.
     """
     if release is None:
         prog = Program()
@@ -255,13 +258,13 @@ def program(student: dict, release: dict | None = None, own: Collection[str] | N
                 prog.given.append((gid, code))
         return prog
 
-    known = {grade_id(c) for c in release["cells"] if grade_id(c)}
+    known = {grade_id(c): c.get("cell_type") for c in release["cells"] if grade_id(c)}
     by_id: dict[str | None, dict] = {}
     added: dict[str | None, list[str]] = {None: []}   # student-added cells, after the known cell they follow
     last = None
     for cell in student["cells"]:
         gid = grade_id(cell)
-        if gid in known:
+        if gid in known and cell.get("cell_type") == known[gid]:
             by_id.setdefault(gid, cell)
             last = gid
         elif cell.get("cell_type") == "code" and not is_test(cell):

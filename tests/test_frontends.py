@@ -8,9 +8,12 @@ The real ``course grade`` grades them (nbgrader's autograde inside it) and every
 gradebook with full marks; formgrader shows the TA the pasted image, and so does the feedback
 page nbgrader's generate_feedback writes. An SVG with a script, or an attachment that is not an
 image, is never shown: a note says so where it was. A TA's comment reaches that feedback page
-escaped.
+escaped. A raw or markdown cell laying elements over formgrader's controls puts none of its ids or
+classes in either page; correct code moved into a markdown cell with the solution's grade id
+scores as the stub after it, which is what both pages show.
 """
 
+import copy
 import csv
 import json
 import os
@@ -22,7 +25,9 @@ import pytest
 import frontend_notebooks as front
 from autograder.mistakes import cohort
 from autograder.nbgrader import gradebook
+from selfcheck.program import grade_id, source
 from test_nbgrader_paths import _env, formgrader
+from test_nbgrader_units import TAKEOVER, TAKEOVER_MARKS, _marks
 
 pytestmark = pytest.mark.slow
 
@@ -32,6 +37,7 @@ BIN = os.path.dirname(sys.executable)
 SAVED = os.path.join(os.path.dirname(__file__), "fixtures", "frontends")
 HTML_ATTACHMENT = "PHNjcmlwdD5hbGVydCgnaHRtbC1hdHRhY2htZW50Jyk8L3NjcmlwdD4="     # <script>alert('html-attachment')</script>
 COMMENT = "Good. <script>alert('TA-comment')</script> **well argued** [see](javascript:alert('TA-link'))"
+MOVED = "MOVED-SOLUTION: the code below was the answer"
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +62,31 @@ def _notebooks(course, assignment):
             "notebook7": front.notebook7(solved, "answer_mask_order"),
             "vscode": front.vscode(solved, "answer_selection"),
             "vscode44": front.vscode(solved, "answer_selection", minor=4),
-            "svg": svg, "plain": solved}
+            "svg": svg, "plain": solved, "takeover": _takeover(solved)}
+
+
+def _takeover(nb):
+    """``nb`` with a raw and a markdown cell laying elements over formgrader's controls."""
+    nb = copy.deepcopy(nb)
+    nb["cells"][1:1] = [{"cell_type": "raw", "metadata": {}, "source": TAKEOVER},
+                        {"cell_type": "markdown", "metadata": {}, "source": TAKEOVER}]
+    return nb
+
+
+def _softmax_stubs(course, assignment):
+    """The solved notebook with the released softmax stub; and with the solution before that stub in
+    a markdown cell that carries the solution cell's nbgrader metadata."""
+    stubbed = cohort.solved(course, assignment, {"softmax": source(_cell(cohort.stub(course, assignment), "softmax"))})
+    moved = copy.deepcopy(stubbed)
+    solution = _cell(cohort.solved(course, assignment), "softmax")
+    at = moved["cells"].index(_cell(moved, "softmax"))
+    moved["cells"].insert(at, {"cell_type": "markdown", "metadata": copy.deepcopy(solution["metadata"]),
+                               "source": f"{MOVED}\n{source(solution)}"})
+    return {"stub-softmax": stubbed, "moved-softmax": moved}
+
+
+def _cell(nb, gid):
+    return next(c for c in nb["cells"] if grade_id(c) == gid)
 
 
 def _linked(nb, grade_id, url):
@@ -71,7 +101,7 @@ def _linked(nb, grade_id, url):
 def graded(course, assignment, tmp_path_factory):
     """The front ends' notebooks graded by the real `course grade`: (folder, its output)."""
     folder = tmp_path_factory.mktemp("frontends")
-    for student, nb in _notebooks(course, assignment).items():
+    for student, nb in {**_notebooks(course, assignment), **_softmax_stubs(course, assignment)}.items():
         cohort.write(nb, str(folder / "submitted"), student, assignment)
     proc = subprocess.run([os.path.join(BIN, "course"), "--config", course.path, "grade",
                            str(folder / "submitted"), "--out", str(folder)],
@@ -86,10 +116,10 @@ def test_every_front_ends_notebook_is_in_the_gradebook_with_its_score(course, as
     full = sum(p.points for p in assignment.parts)
     students = set(_notebooks(course, assignment))
     scores = {s: e["score"] for (s, a), e in gradebook.scores(course, str(folder)).items() if a == assignment.id}
-    assert scores == {s: full for s in students}, scores
+    assert {s: scores[s] for s in students} == {s: full for s in students}, scores
     with open(folder / "grades.csv") as fh:
         rows = {r["student_id"]: float(r["score"]) for r in csv.DictReader(fh)}
-    assert rows == {s: full for s in students}, rows
+    assert {s: rows[s] for s in students} == {s: full for s in students}, rows
 
 
 
@@ -160,3 +190,80 @@ def test_the_courses_feedback_page_shows_the_answer_with_its_image(course, assig
     assert "(image https://example.org/chart.png not shown here)" in pages["weblink"]   # it loads nothing
     for page in pages.values():
         assert "<script" not in page and 'src="http' not in page
+
+
+def _pages(course, assignment, folder, tmp_path, students):
+    """student -> (formgrader's page of the submission, nbgrader's feedback page)."""
+    import urllib.request
+    from autograder.nbgrader import apps
+    token = "frontends-takeover-token"
+    shown = {}
+    with formgrader(folder, token, tmp_path / "runtime") as base:
+        request = urllib.request.Request(f"{base}/formgrader/api/submitted_notebooks/{assignment.id}/attention",
+                                         headers={"Authorization": f"token {token}"})
+        with urllib.request.urlopen(request, timeout=120) as response:
+            ids = {n["student"]: n["id"] for n in json.load(response)}
+        for student in students:
+            request = urllib.request.Request(f"{base}/formgrader/submissions/{ids[student]}",
+                                             headers={"Authorization": f"token {token}"})
+            with urllib.request.urlopen(request, timeout=120) as response:
+                shown[student] = response.read().decode()
+    pages = {}
+    for student in students:
+        apps.generate_feedback(course, assignment, str(folder), student)
+        with open(folder / "feedback" / student / assignment.id / "attention.html", encoding="utf-8") as fh:
+            pages[student] = (shown[student], fh.read())
+    return pages
+
+
+def test_no_student_cell_reaches_formgrader_or_feedback_as_html(course, assignment, graded, tmp_path):
+    """The raw and the markdown cell's ids and classes (a score box's grade id, a full-credit link
+    over the page, a navigation bar) are in neither page: each id and class is there as often as
+    in the plain solved notebook's pages, which have none of the student's."""
+    folder, _ = graded
+    pages = _pages(course, assignment, folder, tmp_path, ("takeover", "plain"))
+    for shown, plain in zip(pages["takeover"], pages["plain"]):
+        marks, expected = _marks(shown), _marks(plain)
+        assert {m: marks[m] for m in TAKEOVER_MARKS} == {m: expected[m] for m in TAKEOVER_MARKS}
+        assert marks["style=z-index:9999"] == marks["name=nav"] == 0
+        assert '&lt;span id="check_softmax"&gt;' in shown        # the raw cell, as text
+
+
+def _answers(page):
+    """The text of each nbgrader cell's panel (a solution, a check) of a formgrader or feedback page."""
+    from html.parser import HTMLParser
+    panels = []
+
+    class Panels(HTMLParser):
+        depth = 0
+
+        def handle_starttag(self, tag, attrs):
+            if tag != "div":
+                return
+            if self.depth:
+                self.depth += 1
+            elif "nbgrader_cell" in (dict(attrs).get("class") or "").split():
+                self.depth = 1
+                panels.append("")
+
+        def handle_endtag(self, tag):
+            if tag == "div" and self.depth:
+                self.depth -= 1
+
+        def handle_data(self, data):
+            if self.depth:
+                panels[-1] += data
+    Panels(convert_charrefs=True).feed(page)
+    return panels
+
+
+def test_a_solution_moved_into_another_type_of_cell_earns_nothing(course, assignment, graded, tmp_path):
+    """It scores as the stub after it, which formgrader and the feedback page show as the answer."""
+    folder, _ = graded
+    scores = {s: e["score"] for (s, a), e in gradebook.scores(course, str(folder)).items() if a == assignment.id}
+    assert scores["moved-softmax"] == scores["stub-softmax"] < sum(p.points for p in assignment.parts), scores
+    stub = source(_cell(cohort.stub(course, assignment), "softmax")).strip()
+    for page in _pages(course, assignment, folder, tmp_path, ("moved-softmax",))["moved-softmax"]:
+        answers = _answers(page)
+        assert any(stub in a for a in answers), answers
+        assert not any(MOVED in a for a in answers) and MOVED in page

@@ -23,7 +23,7 @@ from autograder.nbgrader import selfcheck_kit
 from autograder.nbgrader.preprocessors import (AddSelfCheckKit, ApplyResults, Refuse, RestoreCells,
                                                SanitizeMarkdown)
 from autograder.records.results import Submission
-from selfcheck.program import read_notebook, source
+from selfcheck.program import grade_id, program, read_notebook, source
 
 
 def _cell(gid, code="", **nbgrader):
@@ -671,3 +671,86 @@ def test_a_running_formgrader_reads_what_course_grade_wrote_and_the_tas_first_sa
     served.close()
     with Gradebook(url) as check:
         assert check.find_grade("answer_selection", "attention", "attention", "carol").needs_manual_grade is False
+
+
+# --- what a student's cell can put in formgrader's page --------------------------------------------
+
+# formgrader's score controls are found by the grade id, a click on `full-credit` saves the full score
+TAKEOVER = ('<div class="nbgrader_cell"><span id="check_softmax"></span><a class="full-credit modal-backdrop in">'
+            '</a></div><nav class="navbar navbar-fixed-top" id="fake-nav" style="z-index:9999" name="nav">x</nav>')
+TAKEOVER_MARKS = {"check_softmax", "fake-nav", "nbgrader_cell", "full-credit", "modal-backdrop", "in", "navbar",
+                  "navbar-fixed-top"}
+
+
+def _formgrade_page(course, nb, staged=True):
+    """``nb`` staged, sanitised at autograde and rendered as formgrader renders a submission
+    (without ``staged``, ``nb`` rendered as it is)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.server_extensions.formgrader import handlers
+    clean = nbformat.reads(json.dumps(nb), as_version=4)
+    if staged:
+        raw, why = staging.as_released(_as_json(nb), read_notebook(course.release(course.assignment("attention"),
+                                                                                    "attention.ipynb")))
+        assert why is None
+        clean, _ = SanitizeMarkdown().preprocess(nbformat.reads(raw.decode(), as_version=4), {})
+    config = settings.settings(course)
+    config.HTMLExporter.template_name = "formgrade"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    resources = {"base_url": "", "index": 0, "total": 1, "assignment_id": "attention", "notebook_id": "attention"}
+    return HTMLExporter(config=config).from_notebook_node(clean, resources=resources)[0]
+
+
+def _marks(page):
+    """How many elements carry each id, each class and each style and name (``style=...``) of the page."""
+    from collections import Counter
+    from html.parser import HTMLParser
+    found: Counter = Counter()
+
+    class Marks(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            for name, value in attrs:
+                if name == "id" and value:
+                    found[value] += 1
+                elif name == "class" and value:
+                    found.update(value.split())
+                elif name in ("style", "name"):
+                    found[f"{name}={value}"] += 1
+    Marks().feed(page)
+    return found
+
+
+def test_no_student_cell_puts_an_id_or_class_in_formgraders_page(course, release):
+    """A raw cell (nbconvert passes it through as HTML with its ids and classes) and a markdown
+    cell holding elements that formgrader's script finds (the grade id's score box, a
+    full-credit link over the page, a navigation bar): the page has each id and class as often
+    as the released notebook's page has it, and the raw cell's text is shown as text. A raw cell
+    of a notebook autograded before it was staged so is not in the page at all."""
+    nb = copy.deepcopy(release)
+    html = {"raw_mimetype": "text/html"}
+    nb["cells"][1:1] = [{"cell_type": "raw", "id": "raw-1", "metadata": {}, "source": TAKEOVER},
+                        new_markdown_cell(f"## check_softmax\n\n{TAKEOVER}\n\n<p id='check_softmax'>answer</p>"),
+                        {"cell_type": "raw", "id": "raw-2", "metadata": html, "source": TAKEOVER}]
+    page, plain = _formgrade_page(course, nb), _formgrade_page(course, release)
+    marks, expected = _marks(page), _marks(plain)
+    assert {m: marks[m] for m in TAKEOVER_MARKS} == {m: expected[m] for m in TAKEOVER_MARKS}
+    assert marks["style=z-index:9999"] == marks["name=nav"] == 0
+    assert page.count('&lt;span id="check_softmax"&gt;') == 2       # the raw cells, as text
+    nb["cells"][2:3] = []       # a notebook autograded before raw cells were staged as markdown
+    before = _marks(_formgrade_page(course, nb, staged=False))
+    assert {m: before[m] for m in TAKEOVER_MARKS} == {m: expected[m] for m in TAKEOVER_MARKS}
+
+
+def test_a_solution_moved_into_another_type_of_cell_is_text_and_the_stub_is_the_answer(release):
+    """Correct code in a markdown or raw cell with the solution's grade id, before the untouched
+    stub: staging gives the id to the stub, and grading (selfcheck/program.py) runs the stub,
+    the code formgrader shows."""
+    at = next(i for i, c in enumerate(release["cells"]) if grade_id(c) == "softmax")
+    for kind in ("markdown", "raw"):
+        moved = {"cell_type": kind, "metadata": copy.deepcopy(release["cells"][at]["metadata"]),
+                 "source": "def softmax(z):\n    return z"}
+        nb = {**release, "cells": [*release["cells"][:at], moved, *release["cells"][at:]]}
+        staged = json.loads(staging.as_released(_as_json(nb), release)[0])
+        assert "nbgrader" not in staged["cells"][at]["metadata"] and staged["cells"][at]["cell_type"] == "markdown"
+        assert grade_id(staged["cells"][at + 1]) == "softmax"
+        assert ("softmax", source(release["cells"][at])) in program(nb, release).cells
+        assert program(staged, release).cells == program(nb, release).cells

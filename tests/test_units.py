@@ -75,6 +75,22 @@ def test_a_deleted_solution_cell_is_missing():
     assert program(nb, RELEASE).missing == ["twice"]
 
 
+def test_a_solution_cell_counts_only_in_its_released_type():
+    """Correct code in a markdown or raw cell carrying the solution's grade id, before the untouched
+    stub: the stub is graded, as formgrader shows it and the student's own pytest runs it; a code
+    cell carrying a markdown answer's id is a cell the student added."""
+    for kind in ("markdown", "raw"):
+        moved = _cell("square", "def square(x):\n    return x * x", solution=True, kind=kind)
+        nb = _submission(square="def square(x):\n    raise NotImplementedError")
+        nb["cells"].insert(1, moved)
+        prog = program(nb, RELEASE)
+        assert ("square", "def square(x):\n    raise NotImplementedError") in prog.cells, kind
+        assert program(nb).cells[1] == ("square", "def square(x):\n    raise NotImplementedError")
+    release = _notebook(*RELEASE["cells"], _cell("answer", "Why?", solution=True, kind="markdown"))
+    nb = _submission(_cell("answer", "def helper():\n    return 1\nprint('hi')", solution=True))
+    assert ("a cell you added", "def helper():\n    return 1") in program(nb, release).cells
+
+
 def test_without_a_release_the_notebook_runs_as_it_is():
     prog = program(_submission(imports="import os"))
     assert prog.cells[0] == ("imports", "import os") and prog.given == [("imports", "import os")]

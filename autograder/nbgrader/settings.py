@@ -57,6 +57,10 @@ def settings(course: Course, out: str | None = None) -> Config:
     c.ExchangeFactory.release_feedback = _course_class("plugins", "SafeReleaseFeedback")
     c.ExportApp.plugin_class = _course_class("plugins", "SafeCsvExport")
     c.HTMLExporter.sanitize_html = True
+    # nbconvert would pass a raw cell through as HTML, its ids and classes kept: a hand-in's raw cells
+    # reach nbgrader as markdown (staging.as_released), and formgrader's and the feedback pages show
+    # no raw cell at all (one of a notebook autograded before that, too)
+    c.HTMLExporter.raw_mimetypes = []
     # nbgrader's sanitising, with deleted test cells restored (RestoreCells) and the students'
     # markdown made safe for formgrader, which renders it unsanitised
     c.Autograde.sanitize_preprocessors = [

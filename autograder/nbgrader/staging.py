@@ -33,11 +33,14 @@ def as_released(raw: bytes, release: dict, outputs: bool = False) -> tuple[bytes
     refuses it (a refused one would be a 0 in the gradebook beside the course's score): each cell
     only its type, id, source and no outputs, the release's notebook metadata. With ``outputs``
     (an autograded notebook, whose test cells hold the course grader's verdicts) code cells keep theirs.
+    Every cell that is not code is markdown, which SanitizeMarkdown makes safe to show: a raw
+    cell's text is a code block (:func:`_as_text`).
     Its cells carry the release's nbgrader metadata (grade id, flags, points), never their own:
-    the first cell with a grade id of the release keeps its place and the student's source,
-    and a later cell with the same id, a cell whose id the release does not have or whose type
-    changed is a plain cell (grading, too, takes the first and ignores the others). So nbgrader's
-    gradebook holds the release's points and the course grader's verdicts for every hand-in."""
+    the first cell with a grade id of the release whose type is the released cell's keeps its
+    place and the student's source; a later cell with the same id, a cell whose id the release
+    does not have or whose type changed is a plain cell. Grading reads the same cell
+    (:func:`selfcheck.program.program`), so formgrader shows the code that was graded, and
+    nbgrader's gradebook holds the release's points and the course grader's verdicts for every hand-in."""
     from autograder.grade.submission import not_this_assignment
     try:
         nb = parse_notebook(raw)
@@ -53,15 +56,16 @@ def as_released(raw: bytes, release: dict, outputs: bool = False) -> tuple[bytes
     for number, cell in enumerate(nb["cells"]):
         gid, kind = grade_id(cell), cell["cell_type"]
         metadata: dict[str, Any] = {}
-        new: dict[str, Any] = {"cell_type": kind if kind in ("code", "markdown") else "raw",
-                               "id": _cell_id(cell, number, ids), "metadata": metadata, "source": source(cell)}
+        text = source(cell) if kind in ("code", "markdown") else _as_text(source(cell))
+        new: dict[str, Any] = {"cell_type": "code" if kind == "code" else "markdown",
+                               "id": _cell_id(cell, number, ids), "metadata": metadata, "source": text}
         if new["cell_type"] == "code":
             new.update(execution_count=None, outputs=[])
             if outputs and kind == "code" and isinstance(cell.get("outputs"), list):
                 new["outputs"] = copy.deepcopy(cell["outputs"])
-        if new["cell_type"] == "markdown" and _attachments(cell.get("attachments")):
+        if kind == "markdown" and _attachments(cell.get("attachments")):
             new["attachments"] = copy.deepcopy(cell["attachments"])    # an image pasted into an answer
-        if gid in released and gid not in seen and kind == released[gid]["cell_type"]:
+        if gid in released and gid not in seen and kind == new["cell_type"] == released[gid]["cell_type"]:
             metadata["nbgrader"] = copy.deepcopy(released[gid]["metadata"]["nbgrader"])
             seen.add(gid)
         cells.append(new)
@@ -71,6 +75,16 @@ def as_released(raw: bytes, release: dict, outputs: bool = False) -> tuple[bytes
 
 
 _ID = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+def _as_text(text: str) -> str:
+    """A raw cell's text as a markdown code block, which every renderer shows escaped.
+
+    nbconvert's HTML passes a raw cell through as HTML keeping ``id`` and ``class``, so a
+    student's raw cell could lay elements over formgrader's score controls (which it finds by
+    the grade id) or its navigation bar; as markdown it is sanitised too (SanitizeMarkdown)."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return f"{fence}\n{text}\n{fence}" if text else ""
 
 
 def _attachments(found: object) -> bool:
