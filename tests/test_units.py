@@ -358,3 +358,22 @@ def test_numpy_s_shape_errors_are_named_in_the_check_cell_too():
     with pytest.raises(StudentError) as raised:
         LocalStudent({"combine": combine}).call("combine", np.ones((3, 5, 2)), np.ones((6, 6)))
     assert raised.value.mistake == "matmul-shapes" and "Likely mistake: the shapes of a matrix product" in str(raised.value)
+
+
+def test_a_check_reaches_another_part_only_through_the_functions_it_called():
+    """What a failing check leans on is read from the functions it called and what they call, not from
+    everything its part calls: causal_mask alone reaches nothing of part softmax, masked_softmax reaches
+    softmax through a helper of the student's own, a probe may reach anything its part calls."""
+    from selfcheck import notes
+    nb = _notebook(_cell("softmax", "def softmax(z):\n    return z\n\ndef entropy_bits(p):\n    return 0", solution=True),
+                   _cell("causal_mask", "def causal_mask(n):\n    return n", solution=True),
+                   _cell("masked_softmax", "def masked_softmax(s, m):\n    return _mine(s)", solution=True),
+                   _cell(None, "def _mine(s):\n    return softmax(s)"))
+    uses = notes.Uses(nb, [{"id": "softmax", "cells": ["softmax"]},
+                           {"id": "causal_mask", "cells": ["causal_mask", "masked_softmax"]}])
+    assert uses.of("causal_mask", {"causal_mask"}) == {}
+    assert uses.of("causal_mask", {"masked_softmax"}) == {"softmax": ["softmax"]}
+    assert uses.of("causal_mask", {"projection.forward"}) == uses.of("causal_mask") == {"softmax": ["softmax"]}
+    failing = {"softmax": {"softmax"}}
+    assert notes.leaning_on(uses.of("causal_mask", {"causal_mask"}), failing) == ""
+    assert "your `softmax` from part softmax" in notes.leaning_on(uses.of("causal_mask", {"masked_softmax"}), failing)
