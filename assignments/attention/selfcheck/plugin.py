@@ -5,8 +5,9 @@ The public tests there call ``student.<function>(...)``; this plugin supplies
 minus the hidden suites), turns a failed check into its one-paragraph message,
 and ends by saying what is left for grading. It differs from grading in one
 way: here every part runs *your* functions, so a check can fail because a
-function from another part is wrong; such a failure says so. At grading each
-part runs with the reference version of the other parts.
+function from another part is wrong; a failure whose calls reached one says so
+(what each check called is recorded). At grading each part runs with the
+reference version of the other parts.
 
 The first check, ``<notebook>::every cell loads``, fails when a solution cell
 raised while loading (a SyntaxError, say), naming the cell and the line.
@@ -47,7 +48,7 @@ class _Session:
             pytest.exit(f"{self.path}: {exc}", returncode=2)
         self.program = program(nb)
         self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
-        self.uses = notes.uses(nb, self.info["parts"])
+        self.uses = notes.Uses(nb, self.info["parts"])
         self.failing: dict[str, set[str]] = {}     # part -> the functions its failing public checks call
         self.unwritten = notes.unwritten(self.code)   # function -> its cell, still raising NotImplementedError
         self.set_aside: list[pytest.TestReport] = []  # failures of checks that call only those functions
@@ -136,6 +137,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Each check starts with no calls recorded: its note names only what it called."""
+    student = item.config.stash[SESSION].student
+    if student is not None:
+        student.called.clear()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
@@ -148,7 +158,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
         session.failing.setdefault(part, set()).update(notes.checked_names(getattr(item, "function", None)))
     if call.excinfo.errisinstance((CheckFailed, StudentError)):
         exc = call.excinfo.value
-        lean = notes.leaning_on(part, session.uses, {p: f for p, f in session.failing.items() if p != part})
+        reached = session.uses.of(part, session.student.called if session.student else ())
+        lean = notes.leaning_on(reached, {p: f for p, f in session.failing.items() if p != part})
         message = notes.finding(exc) if lean else str(exc)     # a broken helper explains it, not a guess
         if session.unloaded and ("defines no function" in message or "NameError" in message):
             message += " (a cell did not load: see the first check, `every cell loads`)"
