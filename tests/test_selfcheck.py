@@ -242,6 +242,30 @@ def test_a_check_that_never_reached_the_broken_part_names_its_own_mistake(course
         assert "the mask is transposed" in graded.reason, graded.reason    # the reference stands in for softmax
 
 
+@pytest.mark.parametrize("where", ["collected", "own folder"])
+def test_pytest_in_a_collected_hand_in_refuses_to_run_it(course, tmp_path, where):
+    """collect puts the release's conftest.py beside each hand-in in submitted/: `pytest` there would run
+    the student's code unconfined, as the grading account, so it stops first with one line naming
+    `course check`; the same notebook in a student's own folder runs, its top-level line included."""
+    assignment = course.assignment("attention")
+    marker = tmp_path / "written-by-the-student"
+    code = next(c["source"] for c in cohort.solved(course, assignment)["cells"] if grade_id(c) == "softmax")
+    folder = _student_folder(course, assignment, tmp_path / "work",
+                             cells={"softmax": f"open({str(marker)!r}, 'w').close()\n{code}"})
+    if where == "collected":
+        course_folder = tmp_path / "course"
+        (course_folder / "submitted" / "alice").mkdir(parents=True)
+        (course_folder / "course.yaml").write_text("course_id: x\n")
+        folder = folder.rename(course_folder / "submitted" / "alice" / assignment.id)
+    run = _selfcheck(folder)
+    if where == "collected":
+        assert run.returncode == 2 and not marker.exists(), run.stdout[-2000:]
+        said = [line for line in (run.stdout + run.stderr).splitlines() if "not checked" in line]
+        assert len(said) == 1 and "a hand-in in the course folder" in said[0] and "`course check " in said[0], said
+    else:
+        assert run.returncode == 0 and marker.exists(), run.stdout[-2000:]
+
+
 WARNING_ENTROPY = '''def entropy_bits(p):
     p = np.asarray(p, dtype=float).ravel()
     return float(-np.where(p > 0, p * np.log2(p), 0.0).sum())
