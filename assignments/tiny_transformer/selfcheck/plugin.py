@@ -9,6 +9,9 @@ function from another part is wrong; a failure whose calls reached one says so
 (what each check called is recorded). At grading each part runs with the
 reference version of the other parts.
 
+It refuses a notebook that is not the runner's own work (a hand-in in a course's grading
+folder, another account's file: :mod:`selfcheck.whose`), whose code would run unconfined as them.
+
 The first check, ``<notebook>::every cell loads``, fails when a solution cell
 raised while loading (a SyntaxError, say), naming the cell and the line.
 
@@ -24,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from selfcheck import manifest, notes
+from selfcheck import manifest, notes, whose
 from selfcheck.program import NotebookError, program, read_notebook
 from selfcheck.student import InfrastructureError, Student, StudentError
 
@@ -42,6 +45,9 @@ class _Session:
     def __init__(self, config: pytest.Config):
         self.info = manifest.read(FOLDER)
         self.path = config.getoption("notebook") or os.path.join(FOLDER, self.info["notebook"])
+        refused = whose.refusal(self.path)     # a hand-in would run unconfined, as whoever runs pytest
+        if refused:
+            pytest.exit(refused, returncode=2)
         try:
             nb = read_notebook(self.path)
         except NotebookError as exc:
