@@ -20,8 +20,10 @@ class LocalStudent:
         self._budget = Budget(per_call or math.inf, None)      # no limit here: only what to warn of
         self.slow_calls = self._budget.slow
         self.unwritten: set[str] = set()     # the functions a call found still raising NotImplementedError
+        self.called: set[str] = set()        # the names called since the caller emptied it: what one check used
 
     def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
+        self.called.add(f"{probe}.{name}" if probe else name)
         args = wire.loads(wire.dumps(list(args)))
         kwargs = wire.loads(wire.dumps(kwargs))
         if probe:

@@ -43,28 +43,52 @@ def syntax_errors(nb: dict) -> list[str]:
     return [load_failure(entry, code) for entry, code in found]
 
 
-def _names(code, kinds, label=""):
+def _defined(code: str, label: str) -> set[str]:
+    """The functions and classes a cell defines; a cell that does not compile defines what it is named after."""
+    tree = _parse(code)
+    if tree is None:
+        return {label}
+    return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+
+
+def _parse(code: str) -> ast.Module | None:
     try:
-        tree = ast.parse(code)
+        return ast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):     # a cell that does not compile
-        # defines what it is named after
-        return {label} if kinds == "defined" else set()
-    if kinds == "defined":
-        return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        return None
 
 
-def uses(nb: dict, parts: list[dict]) -> dict[str, dict[str, list[str]]]:
-    """part -> {other part: [its functions this part's cells call]}, read from the notebook."""
-    code = {grade_id(c): source(c) for c in nb["cells"] if grade_id(c)}
-    defined = {p["id"]: set().union(*(_names(code.get(c, ""), "defined", c) for c in p["cells"]))
-               for p in parts}
-    found: dict[str, dict[str, list[str]]] = {}
-    for part in parts:
-        called = set().union(*(_names(code.get(c, ""), "used") for c in part["cells"]))
-        found[part["id"]] = {other: sorted(called & names) for other, names in defined.items()
-                             if other != part["id"] and called & names}
-    return found
+class Uses:
+    """Which part defines each of the notebook's functions, and which names each one's body uses: what a
+    check reaches of other parts, read from the functions it called rather than from all its part calls
+    (a check of ``causal_mask`` alone never reaches ``softmax``, which ``masked_softmax`` calls)."""
+
+    def __init__(self, nb: dict, parts: list[dict]):
+        self._body: dict[str, set[str]] = {}        # function -> the names its body uses
+        for cell in nb["cells"]:
+            tree = _parse(source(cell)) if cell.get("cell_type") == "code" else None
+            for node in tree.body if tree else []:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    self._body[node.name] = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+        code = {grade_id(c): source(c) for c in nb["cells"] if grade_id(c)}
+        self._parts = [part["id"] for part in parts]
+        self._owner = {name: part["id"] for part in parts for c in part["cells"]
+                       for name in _defined(code.get(c, ""), c)}
+
+    def of(self, part: str | None, called: Iterable[str] | None = None) -> dict[str, list[str]]:
+        """other part -> its functions that the functions ``called`` reach, directly or through others; all
+        that ``part``'s functions reach when ``called`` is None or holds a probe's measurement
+        (``module.name``), which may call any of them."""
+        start = set(called or ())
+        if called is None or any("." in name for name in start):
+            start |= {name for name, owner in self._owner.items() if owner == part}
+        reached, todo = set(start), list(start)
+        while todo:
+            more = {n for n in self._body.get(todo.pop(), ()) if n in self._body or n in self._owner} - reached
+            reached |= more
+            todo.extend(more)
+        return {other: sorted(n for n in reached if self._owner.get(n) == other) for other in self._parts
+                if other != part and any(self._owner.get(n) == other for n in reached)}
 
 
 def checked_names(fn: Any, _seen: set | None = None) -> set[str]:
@@ -93,13 +117,14 @@ def checked_names(fn: Any, _seen: set | None = None) -> set[str]:
     return names
 
 
-def leaning_on(part: str | None, uses_of: dict, failing: dict[str, set[str]]) -> str:
-    """The sentence for a failing check of ``part`` whose helpers from other parts fail, or ''.
+def leaning_on(used: dict[str, list[str]], failing: dict[str, set[str]]) -> str:
+    """The sentence for a failing check that reached the functions ``used`` of other parts
+    (:meth:`Uses.of`), when some of those parts fail public checks of their own, or ''.
 
     ``failing`` maps each other part that fails some public checks to the functions those checks
-    call: only those are named (all the part's helpers when the checks' source does not say)."""
+    call: only those are named (all the part's reached functions when the checks' source does not say)."""
     broken: list[tuple[str, list[str]]] = []
-    for other, names in uses_of.get(part, {}).items():
+    for other, names in used.items():
         if other in failing:
             named = [n for n in names if n in failing[other]] if failing[other] else names
             if named:
@@ -141,7 +166,7 @@ def unwritten(code: dict[str, str]) -> dict[str, str]:
     found = {}
     for cell, text in code.items():
         if any(line.strip().startswith("raise NotImplementedError") for line in text.splitlines()):
-            found.update({name: cell for name in sorted(_names(text, "defined", cell))})
+            found.update({name: cell for name in sorted(_defined(text, cell))})
     return found
 
 

@@ -215,6 +215,57 @@ def test_after_fix_that_part_first_no_guess_follows(course, tmp_path, front):
     assert not [b for b in blocks if "Likely mistake" in b], blocks
 
 
+@pytest.mark.parametrize("front", ["pytest", "check cell"])
+def test_a_check_that_never_reached_the_broken_part_names_its_own_mistake(course, tmp_path, front):
+    """A softmax summed over the whole array and a transposed mask (np.triu): the mask's check calls
+    causal_mask alone, which uses no function of part softmax, so it names its own likely mistake, as
+    grading does; masked_softmax's check, which calls the broken softmax, still says to fix that part first."""
+    assignment = course.assignment("attention")
+    cells = {**cohort.catalogue(course, "softmax")[0]["softmax-global-sum"]["cells"],
+             **cohort.catalogue(course, "causal_mask")[0]["mask-transposed"]["cells"]}
+    folder = _student_folder(course, assignment, tmp_path, cells=cells)
+    if front == "pytest":
+        text = _selfcheck(folder).stdout.split("short test summary info")[0]
+        blocks = {b.split()[0]: b for b in text.split("____ ")[1:]}
+        mask, masked = blocks["test_causal_mask_first_and_last_rows"], blocks["test_masked_softmax_rows_sum_to_one"]
+    else:
+        text = _check_cell(folder, "causal_mask")
+        blocks = text.split("  FAIL  ")
+        mask = next(b for b in blocks if b.startswith("the first position sees only itself"))
+        masked = next(b for b in blocks if b.startswith("masked_softmax of a 5 x 5 example"))
+    assert "Likely mistake: the mask is transposed" in mask and "(np.tril, not np.triu)" in mask, mask
+    assert "fix that part first" not in mask, mask
+    assert "This part uses your `softmax` from part softmax" in masked and "Likely mistake" not in masked, masked
+    if front == "pytest":
+        record = grade_submission(course, assignment.id, "s", str(folder / assignment.notebook))
+        graded = next(p for p in record.parts if p.part == "causal_mask")
+        assert "the mask is transposed" in graded.reason, graded.reason    # the reference stands in for softmax
+
+
+@pytest.mark.parametrize("where", ["collected", "own folder"])
+def test_pytest_in_a_collected_hand_in_refuses_to_run_it(course, tmp_path, where):
+    """collect puts the release's conftest.py beside each hand-in in submitted/: `pytest` there would run
+    the student's code unconfined, as the grading account, so it stops first with one line naming
+    `course check`; the same notebook in a student's own folder runs, its top-level line included."""
+    assignment = course.assignment("attention")
+    marker = tmp_path / "written-by-the-student"
+    code = next(c["source"] for c in cohort.solved(course, assignment)["cells"] if grade_id(c) == "softmax")
+    folder = _student_folder(course, assignment, tmp_path / "work",
+                             cells={"softmax": f"open({str(marker)!r}, 'w').close()\n{code}"})
+    if where == "collected":
+        course_folder = tmp_path / "course"
+        (course_folder / "submitted" / "alice").mkdir(parents=True)
+        (course_folder / "course.yaml").write_text("course_id: x\n")
+        folder = folder.rename(course_folder / "submitted" / "alice" / assignment.id)
+    run = _selfcheck(folder)
+    if where == "collected":
+        assert run.returncode == 2 and not marker.exists(), run.stdout[-2000:]
+        said = [line for line in (run.stdout + run.stderr).splitlines() if "not checked" in line]
+        assert len(said) == 1 and "a hand-in in the course folder" in said[0] and "`course check " in said[0], said
+    else:
+        assert run.returncode == 0 and marker.exists(), run.stdout[-2000:]
+
+
 WARNING_ENTROPY = '''def entropy_bits(p):
     p = np.asarray(p, dtype=float).ravel()
     return float(-np.where(p > 0, p * np.log2(p), 0.0).sum())

@@ -410,3 +410,44 @@ def _closed(fd):
     except OSError:
         return True
     return False
+
+
+def test_a_check_reaches_another_part_only_through_the_functions_it_called():
+    """What a failing check leans on is read from the functions it called and what they call, not from
+    everything its part calls: causal_mask alone reaches nothing of part softmax, masked_softmax reaches
+    softmax through a helper of the student's own, a probe may reach anything its part calls."""
+    from selfcheck import notes
+    nb = _notebook(_cell("softmax", "def softmax(z):\n    return z\n\ndef entropy_bits(p):\n    return 0", solution=True),
+                   _cell("causal_mask", "def causal_mask(n):\n    return n", solution=True),
+                   _cell("masked_softmax", "def masked_softmax(s, m):\n    return _mine(s)", solution=True),
+                   _cell(None, "def _mine(s):\n    return softmax(s)"))
+    uses = notes.Uses(nb, [{"id": "softmax", "cells": ["softmax"]},
+                           {"id": "causal_mask", "cells": ["causal_mask", "masked_softmax"]}])
+    assert uses.of("causal_mask", {"causal_mask"}) == {}
+    assert uses.of("causal_mask", {"masked_softmax"}) == {"softmax": ["softmax"]}
+    assert uses.of("causal_mask", {"projection.forward"}) == uses.of("causal_mask") == {"softmax": ["softmax"]}
+    failing = {"softmax": {"softmax"}}
+    assert notes.leaning_on(uses.of("causal_mask", {"causal_mask"}), failing) == ""
+    assert "your `softmax` from part softmax" in notes.leaning_on(uses.of("causal_mask", {"masked_softmax"}), failing)
+
+
+def test_the_self_check_refuses_a_hand_in_and_runs_the_student_s_own_work(tmp_path):
+    """A notebook under a course folder's submitted/, autograded/ or feedback/, in the exchange's inbound/, or
+    another account's file is refused with one line naming `course check`; a student's own folder is not."""
+    from selfcheck import whose
+    paths = {"own": "home/alice/attention", "course.yaml": "course/submitted/alice/attention",
+             "nbgrader_config.py": "grading/autograded/alice/attention", "exchange": "ex/c/inbound/alice+attention+t+r"}
+    for mark, folder in paths.items():
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "attention.ipynb").write_text("{}")
+        if mark.endswith((".yaml", ".py")):
+            (tmp_path / folder.split("/")[0] / mark).write_text("")
+    (tmp_path / "ex" / "c" / "outbound").mkdir()
+    assert whose.refusal(str(tmp_path / paths["own"] / "attention.ipynb")) is None
+    for mark in ("course.yaml", "nbgrader_config.py", "exchange"):
+        said = whose.refusal(str(tmp_path / paths[mark] / "attention.ipynb"))
+        assert said and "a hand-in in" in said and "`course check " in said and "\n" not in said, said
+    if os.getuid() == 0:
+        os.chown(tmp_path / paths["own"] / "attention.ipynb", 65534, 65534)
+        said = whose.refusal(str(tmp_path / paths["own"] / "attention.ipynb"))
+        assert said and "belongs to the account" in said and "copy the notebook" in said, said

@@ -43,21 +43,22 @@ def _public_tests(path):
 
 def _run(tests, student):
     """(first line of the check, None or the reason it failed, that reason without its likely
-    mistake) for each test."""
+    mistake, the names it called) for each test."""
     from selfcheck import notes
     from selfcheck.checks import CheckFailed, label
     from selfcheck.errors import StudentError
 
     for name, fn in tests:
         what = label(getattr(fn, "func", fn).__doc__ or name, getattr(fn, "keywords", None))
+        student.called.clear()
         try:
             fn(student)
         except (CheckFailed, StudentError) as exc:
-            yield what, str(exc), notes.finding(exc)
+            yield what, str(exc), notes.finding(exc), set(student.called)
         except Exception as exc:  # noqa: BLE001 - report, never crash the notebook
-            yield what, f"{type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}"
+            yield what, f"{type(exc).__name__}: {exc}", f"{type(exc).__name__}: {exc}", set(student.called)
         else:
-            yield what, None, None
+            yield what, None, None, set(student.called)
 
 
 def check(part: str, folder: str = ".") -> None:
@@ -111,17 +112,17 @@ def check(part: str, folder: str = ".") -> None:
 def _check(part, student, nb, info, tests, unloaded):
     """Run the part's public checks, printing a line each: (passed, failures)."""
     from selfcheck import notes
-    uses = notes.uses(nb, info["parts"]) if nb else {}
+    uses = notes.Uses(nb, info["parts"]) if nb else None
     failing = {}
-    for other in uses.get(part, {}):
+    for other in uses.of(part) if uses else {}:
         others = _public_tests(tests[other])
-        failed = [fn for (_, fn), (_, reason, _) in zip(others, _run(others, student)) if reason]
+        failed = [fn for (_, fn), (_, reason, _, _) in zip(others, _run(others, student)) if reason]
         if failed:
             failing[other] = set().union(*(notes.checked_names(fn) for fn in failed))
-    lean = notes.leaning_on(part, uses, failing)
     passed, failures = 0, list(unloaded)
-    for what, reason, plain in _run(_public_tests(tests[part]), student):
-        reason = plain if lean and reason else reason        # a broken helper explains it, not a guess
+    for what, reason, plain, called in _run(_public_tests(tests[part]), student):
+        lean = notes.leaning_on(uses.of(part, called), failing) if uses and reason else ""
+        reason = plain if lean else reason        # a broken helper explains it, not a guess
         if reason is None:
             passed += 1
             print(f"  ok    {what}")

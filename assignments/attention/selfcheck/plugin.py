@@ -5,8 +5,12 @@ The public tests there call ``student.<function>(...)``; this plugin supplies
 minus the hidden suites), turns a failed check into its one-paragraph message,
 and ends by saying what is left for grading. It differs from grading in one
 way: here every part runs *your* functions, so a check can fail because a
-function from another part is wrong; such a failure says so. At grading each
-part runs with the reference version of the other parts.
+function from another part is wrong; a failure whose calls reached one says so
+(what each check called is recorded). At grading each part runs with the
+reference version of the other parts.
+
+It refuses a notebook that is not the runner's own work (a hand-in in a course's grading
+folder, another account's file: :mod:`selfcheck.whose`), whose code would run unconfined as them.
 
 The first check, ``<notebook>::every cell loads``, fails when a solution cell
 raised while loading (a SyntaxError, say), naming the cell and the line.
@@ -23,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from selfcheck import manifest, notes
+from selfcheck import manifest, notes, whose
 from selfcheck.program import NotebookError, program, read_notebook
 from selfcheck.student import InfrastructureError, Student, StudentError
 
@@ -41,13 +45,16 @@ class _Session:
     def __init__(self, config: pytest.Config):
         self.info = manifest.read(FOLDER)
         self.path = config.getoption("notebook") or os.path.join(FOLDER, self.info["notebook"])
+        refused = whose.refusal(self.path)     # a hand-in would run unconfined, as whoever runs pytest
+        if refused:
+            pytest.exit(refused, returncode=2)
         try:
             nb = read_notebook(self.path)
         except NotebookError as exc:
             pytest.exit(f"{self.path}: {exc}", returncode=2)
         self.program = program(nb)
         self.code = {cell[0]: cell[1] for cell in self.program.cells if len(cell) == 2}
-        self.uses = notes.uses(nb, self.info["parts"])
+        self.uses = notes.Uses(nb, self.info["parts"])
         self.failing: dict[str, set[str]] = {}     # part -> the functions its failing public checks call
         self.unwritten = notes.unwritten(self.code)   # function -> its cell, still raising NotImplementedError
         self.set_aside: list[pytest.TestReport] = []  # failures of checks that call only those functions
@@ -136,6 +143,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
+    """Each check starts with no calls recorded: its note names only what it called."""
+    student = item.config.stash[SESSION].student
+    if student is not None:
+        student.called.clear()
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
@@ -148,7 +164,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Gener
         session.failing.setdefault(part, set()).update(notes.checked_names(getattr(item, "function", None)))
     if call.excinfo.errisinstance((CheckFailed, StudentError)):
         exc = call.excinfo.value
-        lean = notes.leaning_on(part, session.uses, {p: f for p, f in session.failing.items() if p != part})
+        reached = session.uses.of(part, session.student.called if session.student else ())
+        lean = notes.leaning_on(reached, {p: f for p, f in session.failing.items() if p != part})
         message = notes.finding(exc) if lean else str(exc)     # a broken helper explains it, not a guess
         if session.unloaded and ("defines no function" in message or "NameError" in message):
             message += " (a cell did not load: see the first check, `every cell loads`)"

@@ -92,6 +92,7 @@ class Student:
         self._meter: Callable[[], float] | None = None      # the current process's CPU seconds so far
         self.broken: StudentError | None = None      # ends every later call
         self.load_errors: list[dict] = []   # cells that raised while loading
+        self.called: set[str] = set()       # the names called since the caller emptied it: what one check used
 
     # -- process lifetime -------------------------------------------------
     @property
@@ -331,6 +332,7 @@ class Student:
 
     def call(self, name: str, *args: Any, probe: str | None = None, **kwargs: Any) -> Any:
         """Call ``name`` in the student's process and return its plain-data answer."""
+        self.called.add(f"{probe}.{name}" if probe else name)
         self._ensure_running()
         what = f"running {probe + '.' if probe else ''}{name}"
         reply = self._request({"op": "call", "name": name, "probe": probe,
