@@ -80,6 +80,7 @@ def test_suites_that_run_no_check_are_the_graders_error_never_a_zero_nor_kept(co
     result of it is kept for a copy or a later run."""
     from autograder.grade import reuse
     from selfcheck.errors import InfrastructureError
+    monkeypatch.setenv("PYTEST_ADDOPTS", "--junitxml=report.xml")     # the grader's own, not the suites'
     cache = tmp_path / "cache"
     cache.mkdir()
     monkeypatch.setenv(reuse.STORE, str(cache))

@@ -236,11 +236,15 @@ def _run(course: Course, assignment: Assignment, part: Part, prog: Program, work
                      "--rootdir", course.root] + PYTEST_LEAN
     forget(suites, course.root)
     said = io.StringIO()
+    # options set for the grader's own pytest runs (a TA's --junitxml, say) are not the suites'
+    addopts = os.environ.pop("PYTEST_ADDOPTS", None)
     try:
         student.start_early()         # its Python and numpy load while pytest starts and collects
         with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
             code = pytest.main(args, plugins=[collector])
     finally:
+        if addopts is not None:
+            os.environ["PYTEST_ADDOPTS"] = addopts
         student.close()
         forget(suites)
     if collector.infrastructure is not None:
