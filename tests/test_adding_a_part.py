@@ -85,11 +85,11 @@ def test_a_part_added_by_the_readme_steps_is_released_graded_and_exported(course
                  _cell("check_layer_norm", 'from selfcheck import check\n\ncheck("layer_norm")',
                        solution=False, grade=True, locked=True, points=2)]
     nbformat.write(nb, path)
-    # 2. the public checks, released beside the notebook
-    with open(os.path.join(folder, "test_layer_norm.py"), "w") as fh:
+    # 2. the public checks, in the part's folder (released beside the notebook)
+    os.makedirs(os.path.join(course.root, "parts", "layer_norm"))
+    with open(os.path.join(course.root, "parts", "layer_norm", "public.py"), "w") as fh:
         fh.write(PUBLIC)
     # 3. the hidden suite
-    os.makedirs(os.path.join(course.root, "parts", "layer_norm"))
     with open(os.path.join(course.root, "parts", "layer_norm", "hidden.py"), "w") as fh:
         fh.write(HIDDEN)
 

@@ -406,6 +406,9 @@ def test_nbgrader_s_generate_assignment_gets_the_self_check_kit(course, tmp_path
     manifest = json.loads((folder / "selfcheck" / "manifest.json").read_text())
     assert [p["id"] for p in manifest["parts"]] == [p.id for p in assignment.parts]
     assert (folder / "conftest.py").read_text() == selfcheck_kit.CONFTEST
+    for part in assignment.parts:         # its public checks, from the part's folder
+        with open(os.path.join(course.root, part.public)) as fh:
+            assert (folder / part.public_file).read_text() == fh.read()
 
 
 # --- the staged converters' reading of a hand-in --------------------------------------------------

@@ -61,8 +61,9 @@ class Part:
 
     @property
     def public(self) -> str:
-        """The path of its public tests, relative to the course root."""
-        return os.path.join("solutions", self.assignment, self.public_file)
+        """The path of its public tests, relative to the course root: in the part's folder, beside
+        its hidden suite and mistakes; released as ``public_file``."""
+        return os.path.join("parts", self.id, "public.py")
 
 
 @dataclass(kw_only=True)

@@ -1,6 +1,7 @@
 """The self-check kit: what a released assignment folder needs so that ``pytest`` runs there.
 
-Each released folder gets the :mod:`selfcheck` modules it uses (:func:`kit_modules`), a
+Each released folder gets its parts' public checks (``parts/<part>/public.py``, as
+``test_<part>.py``), the :mod:`selfcheck` modules they use (:func:`kit_modules`), a
 manifest of its parts and limits, the chapter's numbers when its checks use them, and a
 ``conftest.py`` that loads the runner, so ``pytest`` works there with nothing else installed
 but numpy and pytest. ``course release`` adds it to the release it builds
@@ -108,7 +109,11 @@ def kit_modules(course: Course, assignment: Assignment) -> list[str]:
 
 
 def vendor(course: Course, assignment: Assignment, folder: str) -> None:
-    """Add the self-check kit to a released folder: the modules it needs, its manifest and numbers."""
+    """Add the self-check kit to a released folder: the public checks, the modules they need, its
+    manifest and numbers."""
+    os.makedirs(folder, exist_ok=True)
+    for part in assignment.parts:
+        shutil.copy(os.path.join(course.root, part.public), os.path.join(folder, part.public_file))
     kit = os.path.join(folder, "selfcheck")
     if os.path.exists(kit):
         shutil.rmtree(kit)

@@ -3,7 +3,7 @@
 What a student cannot predict: random sizes, batches of shape (..., n, n), masks
 that are not causal, and the scale experiment at unpredictable seeds and sizes.
 The chapter's tables and the notebook's rules are checked by the public suite
-(solutions/attention/test_causal_mask.py), which grading runs too. Expected
+(parts/causal_mask/public.py), which grading runs too. Expected
 values of random inputs are never printed.
 
 The scale experiment draws random numbers, so its facts are judged as the

@@ -1,7 +1,7 @@
 """Hidden suite, part 1 (softmax, entropy_bits, attend): inputs a student cannot predict.
 
 The chapter's numbers and the notebook's rules are checked by the public suite
-(solutions/attention/test_softmax.py), which grading runs too; this one adds
+(parts/softmax/public.py), which grading runs too; this one adds
 random shapes, axes, sizes and scales. Their expected values are never printed.
 """
 
