@@ -31,7 +31,7 @@ from collections import defaultdict
 from _pytest import config as pytest_config, main as pytest_main
 
 from autograder import pipeline, sandbox
-from autograder.grade import grading, suites
+from autograder.grade import grading, reuse, suites
 from autograder.nbgrader import settings
 from autograder.records import store
 from selfcheck import student as student_module
@@ -128,6 +128,7 @@ def measure(course, submitted, out, tasks):
         timers.part = f"{assignment.id}/{part.id}"
         return original_run_part(course_, assignment, part, *args, **kwargs)
     suites.run_part = run_part
+    kept = os.environ.pop(reuse.STORE, None)      # a smoke run's kept verdicts would time nothing
     settings.write_course_folder(course, out)
     per_submission = defaultdict(float)
     try:
@@ -145,6 +146,8 @@ def measure(course, submitted, out, tasks):
         timers.run("exports and feedback", pipeline.export, course, out, records)
     finally:
         suites.run_part = original_run_part
+        if kept is not None:
+            os.environ[reuse.STORE] = kept
         for owner, name, original in patches:
             setattr(owner, name, original)
     return timers, per_submission

@@ -27,7 +27,9 @@ machine is shared and noisy: read the ratios, not the absolute seconds.
 
 It ends with where the time goes (bench/breakdown.py) and "the figures to reach", each with
 its target and whether it is met. `--smoke` is the same on one submission per assignment, graded once
-(--jobs 1), one self-check run, no Dask and a small similarity cohort: `make test` runs it so it cannot break.
+(--jobs 1), one self-check run, no Dask and a small similarity cohort: `make test` runs it so it cannot break,
+and its `course grade` takes the verdicts the tests keep (``$COURSE_GRADE_CACHE``), so a smoke run's
+seconds are not figures; without --smoke every part is graded for real.
 
     python bench/grading.py [--students N] [--jobs N] [--selfcheck-runs N] [--keep DIR] [--similarity-only] [--smoke]
 """
@@ -46,7 +48,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 from autograder.course import config
-from autograder.grade import discovery  # noqa: E402
+from autograder.grade import discovery, reuse  # noqa: E402
 from autograder.mistakes import cohort
 from autograder.report import cohort_analysis  # noqa: E402
 from selfcheck.program import grade_id  # noqa: E402
@@ -287,6 +289,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.smoke:
         args.students, args.selfcheck_runs = min(args.students, 3), 1
+    else:
+        os.environ.pop(reuse.STORE, None)     # figures: every part graded for real
     course = config.load()
     work = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="bench-grading-")
     os.makedirs(work, exist_ok=True)

@@ -50,7 +50,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
 from autograder.course import config
-from autograder.grade import submission_time  # noqa: E402
+from autograder.grade import reuse, submission_time  # noqa: E402
 from autograder.mistakes import cohort
 from autograder.records import store
 
@@ -474,6 +474,8 @@ def main(argv=None):
     sizes = [4] if args.smoke else [int(s) for s in args.sizes.split(",")]
     if args.smoke:
         args.db = "sqlite"
+    else:
+        os.environ.pop(reuse.STORE, None)     # figures: the sample and the regrades graded for real
     course = config.load()
     work = os.path.abspath(args.keep) if args.keep else tempfile.mkdtemp(prefix="bench-term-")
     os.makedirs(work, exist_ok=True)
