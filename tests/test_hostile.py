@@ -785,6 +785,47 @@ def test_limits_are_cpu_time_not_the_machines_load(who):
     assert report["spin seconds"] < WALL_FACTOR * 1.0 + 2.0, report
 
 
+SLEEPS = """import time
+import numpy as np
+
+
+def softmax(z, axis=-1):
+    time.sleep(5)
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+"""
+
+
+def test_a_part_the_machines_load_cut_short_is_graded_once_more(course, tmp_path, monkeypatch):
+    """A call the wall clock ends while its code had CPU time left could not get a CPU (another
+    job's load, seen here as a sleep that looks runnable): its part is graded once more, and never
+    kept. A part whose CPU time ran out is the code's own doing."""
+    import dataclasses
+    from autograder.grade import reuse, suites
+    from autograder.grade.submission import grade_submission
+    from autograder.mistakes import cohort
+    from selfcheck import student as student_module
+    from selfcheck.budget import Budget
+    monkeypatch.delenv(reuse.STORE, raising=False)
+    monkeypatch.setattr(reuse, "_KEPT", {})
+    monkeypatch.setattr(student_module, "tree_runnable", lambda pid: True)
+    runs = []
+    run = suites._run
+    monkeypatch.setattr(suites, "_run", lambda *args: runs.append(args[2].id) or run(*args))
+    quick = dataclasses.replace(course, limits=dataclasses.replace(course.limits, time_per_test=1, time_per_part=1))
+    assignment = quick.assignment("attention")
+    path = cohort.write(cohort.solved(quick, assignment, {"softmax": SLEEPS}), str(tmp_path), "starved", assignment)
+    part = grade_submission(quick, assignment.id, "starved", path, only={"softmax"}).parts[0]
+    assert runs == ["softmax", "softmax"] and not reuse._KEPT, runs
+    assert part.status == "timeout" and "wall-clock" in part.reason, part.reason
+    budget = Budget(1, 4)
+    budget.by_cpu, budget.wall = True, 12.0
+    for spent, starved in ((1.0, True), (4.0, False)):
+        budget.spent = spent
+        assert budget.starved() is starved, spent
+
+
 def test_memory_limit_is_the_operating_systems(tmp_path):
     from selfcheck.student import StudentError
     student = _student(tmp_path, "def grab(mb):\n    return len(bytearray(mb << 20))\n", memory_mb=400)

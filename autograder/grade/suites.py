@@ -208,7 +208,9 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
 
     Raises InfrastructureError when the sandbox failed: then nothing about the
     student can be concluded, and the caller grades the submission again later. A program this
-    process graded before takes that result (autograder/grade/reuse.py).
+    process graded before takes that result (autograder/grade/reuse.py). A part the wall clock
+    cut short while its code had CPU time left (it could not get a CPU: the machine was busy) is
+    graded once more, so that another job's load is not the student's score.
     """
     started = time.monotonic()
     if corpus.needs_corpus(course, assignment):
@@ -219,12 +221,19 @@ def run_part(course: Course, assignment: Assignment, part: Part, prog: Program, 
         from autograder import sandbox
         jail = sandbox.jail(course)
     found = reuse.key(course, assignment, part, prog, jail, public_only)
-    return reuse.graded(found, lambda: _run(course, assignment, part, prog, workdir, jail, public_only, started))
+
+    def graded() -> tuple[PartResult, bool]:
+        result, reusable, starved = _run(course, assignment, part, prog, workdir, jail, public_only, started)
+        if starved:
+            result, reusable, _ = _run(course, assignment, part, prog, workdir, jail, public_only, time.monotonic())
+        return result, reusable
+    return reuse.graded(found, graded)
 
 
 def _run(course: Course, assignment: Assignment, part: Part, prog: Program, workdir: str, jail: Jail,
-         public_only: bool, started: float) -> tuple[PartResult, bool]:
-    """The part graded for real, and whether its result may be reused (autograder/grade/reuse.py)."""
+         public_only: bool, started: float) -> tuple[PartResult, bool, bool]:
+    """The part graded for real, whether its result may be reused (autograder/grade/reuse.py), and
+    whether the wall clock cut it short while its code had CPU time left."""
     reference = reference_namespace(course, assignment)
     student = Student(prog, workdir=workdir, limits=course.limits, budget=True, jail=jail,
                       label=f"your notebook ({part.id})",
@@ -261,4 +270,4 @@ def _run(course: Course, assignment: Assignment, part: Part, prog: Program, work
                         suite=file_hash(os.path.join(course.root, part.public), hidden),
                         seconds=round(time.monotonic() - started, 2))
     result.reason = _reason(result, student.load_errors)
-    return result, not collector.cut_short
+    return result, not collector.cut_short, student.starved
