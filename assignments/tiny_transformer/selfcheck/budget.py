@@ -46,6 +46,12 @@ class Budget:
                     f"its {self.total:g} s of CPU time")
         return ""
 
+    def starved(self) -> bool:
+        """Whether the part's wall-clock backstop ended it before its CPU time ran out: it could not
+        get a CPU (the machine was busy), which says nothing of the code."""
+        return bool(self.by_cpu and self.total is not None and self.spent < self.total
+                    and self.wall >= WALL_FACTOR * self.total)
+
     def clock(self, cpu_seconds: Callable[[], float], runnable: Callable[[], bool]) -> Clock:
         """The clock of the next call: the per-call limit, or what is left of the part's."""
         cpu, wall = self.per_call, self.per_call

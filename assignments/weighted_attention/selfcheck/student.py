@@ -91,6 +91,8 @@ class Student:
         self._grader_seconds = 0.0      # of the current call: starting the stand-ins, never the student's
         self._meter: Callable[[], float] | None = None      # the current process's CPU seconds so far
         self.broken: StudentError | None = None      # ends every later call
+        self.starved = False                # a call or the part was ended by the wall clock with CPU
+                                            # time left: the machine's load decided (grading retries it)
         self.load_errors: list[dict] = []   # cells that raised while loading
         self.called: set[str] = set()       # the names called since the caller emptied it: what one check used
 
@@ -221,6 +223,7 @@ class Student:
             raise
 
     def _out_of_time(self, spent: str) -> StudentError:
+        self.starved |= self._budget.starved()
         self.broken = StudentError("timeout", f"not run: this part used up its {spent}: "
                                               "calls that each take long add up")
         return self.broken
@@ -240,6 +243,7 @@ class Student:
         if clock.expired == "cpu":
             took = f"took more than {clock.cpu:g} s of CPU time (an endless loop, or far too slow)"
         elif self._budget.by_cpu:
+            self.starved = True
             took = (f"did not finish within {clock.wall:g} s of wall-clock time (it used {clock.used:.1f} s "
                     f"of its {clock.cpu:g} s of CPU time: it waits, sleeps, or could not get a CPU)")
         else:
