@@ -233,14 +233,14 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
     is not the one course.yaml's ``db_url`` names (its hand grades would be lost). ``timings``
     gets each step's wall seconds, as :func:`grade`'s does; ``notes`` what the instructor should
     know of what was exported (hand grades counted while they wait for the TA to confirm them)."""
-    from autograder.nbgrader import answers, gradebook as nbgrader_gradebook
+    from autograder.nbgrader import answers, gradebook as nbgrader_gradebook, gradebook_rows
     lost = nbgrader_gradebook.gradebook_left_behind(course, out)
     if lost:
         raise CourseError(lost)
     warnings = []
     try:
         with timed(timings, "reading the gradebook"):
-            gradebook = nbgrader_gradebook.scores(course, out)
+            gradebook = gradebook_rows.scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}

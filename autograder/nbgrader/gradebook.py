@@ -1,21 +1,18 @@
 """nbgrader's gradebook read back and written to: what people enter in formgrader.
 
-The totals, the Gradescope file and the feedback pages include the answers graded by hand in
-formgrader and any part's score overridden there (:func:`scores`); tests enter a hand grade as
-formgrader's API does (:func:`set_manual_grade`).
+What the exports read of it (the answers graded by hand in formgrader, any part's score
+overridden there) is read by its tables (:mod:`autograder.nbgrader.gradebook_rows`); here are the
+steps that go through nbgrader's API: whether it holds a release, the late penalties and the
+roster written into it, and a hand grade entered as formgrader's API does (:func:`set_manual_grade`).
 """
 
 import json
 import os
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
-from nbgrader import api
-from nbgrader.api import (BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, SubmittedAssignment,
-                          SubmittedNotebook)
+from nbgrader.api import Gradebook, MissingEntry, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.utils import is_grade, is_locked, is_solution, is_task
-from sqlalchemy import case, func
-from sqlalchemy.orm import undefer
 
 from autograder.course import late
 from autograder.course.config import Assignment, Course
@@ -24,106 +21,6 @@ from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's s
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder.nbgrader.settings import settings
 from autograder.records.results import Submission
-
-
-def scores(course: Course, out: str, student: str | None = None) -> dict[tuple[str, str], dict]:
-    """Everything nbgrader's gradebook holds for each submission (``student``'s alone when given),
-    hand-graded answers included, in a few queries whatever the class's size.
-
-    Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded", "stale", "comment"}}, "overrides": {part: score},
-    "overrides_to_confirm": [part]}}``; ``overrides`` are parts whose autograded score was changed in
-    formgrader (``overrides_to_confirm`` those graded differently since, flagged); ``score`` is what
-    ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty). A written
-    answer is ``graded`` when formgrader does not list it as needing a manual grade; ``stale`` when
-    it has a hand score given to an earlier answer (kept in ``score``, as nbgrader's export keeps
-    it, until the TA confirms or changes it in formgrader).
-    """
-    found = {}
-    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
-        for assignment in course.assignments:
-            try:
-                max_score = float(gb.find_assignment(assignment.id).max_score or 0.0)
-            except MissingEntry:
-                continue
-            notebook = os.path.splitext(assignment.notebook)[0]
-            checks = {part.check_cell: part.id for part in assignment.parts}
-            grades = _each_student(gb, Grade, assignment.id, notebook, [*assignment.written, *checks], student)
-            comments = _each_student(gb, Comment, assignment.id, notebook, list(assignment.written), student)
-            for who, (score, penalty, needs_manual, _) in totals(gb, assignment.id, student).items():
-                written: dict[str, dict] = {}
-                for cell, points in assignment.written.items():
-                    grade = grades.get((who, cell))
-                    if grade is None:
-                        written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
-                        continue
-                    # formgrader saves a score and clears the flag; a flag beside a score is a hand
-                    # grade whose answer changed since (autograder/nbgrader/handgrades.py): to confirm
-                    stale = grade.manual_score is not None and grade.needs_manual_grade
-                    # the TA's comment in formgrader, which the student should get with the score
-                    comment = comments.get((who, cell))
-                    written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
-                                     "graded": not grade.needs_manual_grade, "stale": bool(stale),
-                                     "comment": (comment and comment.manual_comment) or ""}
-                overrides = {}      # a part's score an instructor set by hand in formgrader
-                to_confirm = []     # ... whose autograded score has changed since
-                for cell, part in checks.items():
-                    grade = grades.get((who, cell))
-                    if grade is not None and grade.manual_score is not None:
-                        overrides[part] = float(grade.manual_score)
-                        if grade.needs_manual_grade:
-                            to_confirm.append(part)
-                found[who, assignment.id] = {
-                    "score": score, "max_score": max_score, "penalty": penalty,
-                    "needs_manual_grade": needs_manual, "written": written,
-                    "overrides": overrides, "overrides_to_confirm": to_confirm}
-    return found
-
-
-class Totals(NamedTuple):
-    """A hand-in's totals as nbgrader's SubmittedAssignment columns define them."""
-    score: float
-    penalty: float
-    needs_manual_grade: bool
-    timestamp: Any
-
-
-def totals(gb: Gradebook, assignment: str, student: str | None = None) -> dict[str, Totals]:
-    """``{student: Totals}`` of each hand-in of ``assignment`` (``student``'s alone when given), in two
-    grouped queries: nbgrader's own columns are deferred, a correlated query per hand-in on first
-    reading, which SQLite answers in time quadratic in the class (52 s for 5,000 hand-ins)."""
-    mine = [api.Assignment.name == assignment, *([SubmittedAssignment.student_id == student] if student else [])]
-
-    def per_hand_in(*columns: Any, grades: bool = False) -> Any:
-        query = (gb.db.query(SubmittedAssignment.student_id, *columns)
-                 .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
-                 .outerjoin(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id))
-        if grades:
-            query = query.outerjoin(Grade, Grade.notebook_id == SubmittedNotebook.id)
-        return query.filter(*mine).group_by(SubmittedAssignment.id, SubmittedAssignment.student_id)
-    penalties = dict(per_hand_in(func.coalesce(func.sum(SubmittedNotebook.late_submission_penalty), 0.0)))
-    graded = per_hand_in(func.coalesce(func.sum(Grade.score), 0.0), func.max(case((Grade.needs_manual_grade, 1), else_=0)),
-                         func.max(SubmittedAssignment.timestamp), grades=True)
-    return {who: Totals(float(score or 0.0), float(penalties.get(who) or 0.0), bool(needs), when)
-            for who, score, needs, when in graded}
-
-
-def _each_student(gb: Gradebook, model: Any, assignment: str, notebook: str, cells: list[str],
-                  student: str | None = None) -> dict:
-    """``{(student, cell): row}``: the gradebook's ``model`` rows (Grade or Comment) of ``cells`` in
-    every hand-in of ``notebook`` (``student``'s alone when given), in one query where ``find_grade``
-    and ``find_comment`` make one each (and a grade's deferred ``max_score`` one more)."""
-    rows = (gb.db.query(model, BaseCell.name, SubmittedAssignment.student_id)
-            .join(BaseCell, BaseCell.id == model.cell_id)
-            .join(SubmittedNotebook, SubmittedNotebook.id == model.notebook_id)
-            .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
-            .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
-            .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
-            .filter(api.Assignment.name == assignment, Notebook.name == notebook, BaseCell.name.in_(cells),
-                    *([SubmittedAssignment.student_id == student] if student else [])))
-    if model is Grade:
-        rows = rows.options(undefer(Grade.max_score))
-    return {(who, cell): row for row, cell, who in rows}
 
 
 def gradebook_left_behind(course: Course, out: str) -> str | None:

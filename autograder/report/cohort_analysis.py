@@ -161,7 +161,7 @@ def group_row(assignment: str, group: similarity.Group) -> dict:
 def analyse(course: Course, records: Collection[Submission], submitted: str | None = None,
             gradebook: Mapping | None = None, out: str | None = None) -> Report:
     """The Report of a cohort's records (of the course's assignments); ``submitted`` (their
-    notebooks) adds similarity flags, ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`)
+    notebooks) adds similarity flags, ``gradebook`` (:func:`autograder.nbgrader.gradebook_rows.scores`)
     the parts' scores set by hand, which the histograms count as the exports do; ``out``, the
     grading folder, keeps each hand-in's fingerprints for the next time."""
     gradebook = gradebook or {}
