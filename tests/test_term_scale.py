@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from autograder import status
 from autograder.grade import discovery, versions
 from autograder.mistakes import cohort
@@ -71,3 +73,32 @@ def test_course_status_loads_no_nbgrader_and_reads_only_what_changed_since(cours
     said = status.status(course, str(tmp_path / "out"), str(tmp_path / "submitted"))
     assert read == {"notebooks": 1, "records": 0}, read
     assert f"bob/{course.assignments[0].id}: the notebook changed" in said
+
+
+@pytest.mark.slow     # the first report reads every known way to write each assignment: seconds
+def test_the_cohort_report_again_reads_and_fingerprints_only_the_notebook_that_changed(course, tmp_path, monkeypatch):
+    """Every export makes the cohort report from every record; its similarity flags read each
+    hand-in's notebook and the known ways to write each assignment only once, until they change."""
+    from autograder.grade import handin
+    from autograder.report import cohort_page, similarity
+    for student in ("ann", "bob", "cy"):
+        hand_in(course, str(tmp_path), student)
+    out, submitted = str(tmp_path / "out"), str(tmp_path / "submitted")
+    cohort_page.write(course, out, store.load_results(out), submitted)
+    before = (tmp_path / "out" / "cohort_report.csv").read_bytes()
+    work = {"read": 0, "fingerprinted": 0}
+
+    def counted(what, real):
+        def call(*args, **kwargs):
+            work[what] += 1
+            return real(*args, **kwargs)
+        return call
+    monkeypatch.setattr(handin, "read_submission", counted("read", handin.read_submission))
+    monkeypatch.setattr(similarity, "document", counted("fingerprinted", similarity.document))
+    cohort_page.write(course, out, store.load_results(out), submitted)
+    assert work == {"read": 0, "fingerprinted": 0} and (tmp_path / "out" / "cohort_report.csv").read_bytes() == before
+    assignment = course.assignments[0]
+    changed = tmp_path / "submitted" / "bob" / assignment.id / assignment.notebook
+    cohort.write(cohort.own(cohort.solved(course, assignment), "bob again"), submitted, "bob", assignment)
+    cohort_page.write(course, out, store.load_results(out), submitted)
+    assert work == {"read": 1, "fingerprinted": 1}, (work, changed)

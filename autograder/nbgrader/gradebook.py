@@ -6,11 +6,13 @@ steps that go through nbgrader's API: whether it holds a release, the late penal
 roster written into it, and a hand grade entered as formgrader's API does (:func:`set_manual_grade`).
 """
 
+import datetime
 import json
 import os
 from collections.abc import Iterable
 from typing import Any
 
+from nbgrader import api
 from nbgrader.api import Gradebook, MissingEntry, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.utils import is_grade, is_locked, is_solution, is_task
 
@@ -114,30 +116,48 @@ def set_due(course: Course, entry: Any, submission: Any) -> None:
 def write_late(course: Course, out: str, records: Iterable[Submission]) -> None:
     """Put course.yaml's due dates, each student's extension, each hand-in's time and the late
     penalty of its record (:mod:`autograder.course.late`) in the gradebook, so nbgrader's export and
-    formgrader show what every export of the course shows."""
+    formgrader show what every export of the course shows: read in two statements an assignment,
+    and only the rows whose values change are written (what :func:`set_due` sets, row by row)."""
+    from sqlalchemy import and_, bindparam, select, update
     by_key = {r.key: r for r in records}
+    entries, hand_ins, notebooks = api.Assignment.__table__, SubmittedAssignment.__table__, SubmittedNotebook.__table__
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        db = gb.db
         for assignment in course.assignments:
-            try:
-                entry = gb.find_assignment(assignment.id)
-            except MissingEntry:
+            entry = db.execute(select(entries.c.id, entries.c.duedate).where(entries.c.name == assignment.id)).first()
+            if entry is None:
                 continue
-            entry.duedate = assignment.due
-            notebook = os.path.splitext(assignment.notebook)[0]
-            notebooks = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedNotebook)   # one query, not one a hand-in
-                             .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-                             .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
-                             .filter(SubmittedAssignment.assignment_id == entry.id, Notebook.name == notebook))
-            for sub in gb.db.query(SubmittedAssignment).filter(SubmittedAssignment.assignment_id == entry.id):
-                set_due(course, entry, sub)
-                record = by_key.get((sub.student_id, assignment.id))
-                if record is None:
-                    continue
-                if record.submitted_at:
-                    sub.timestamp = late.parse_time(record.submitted_at)
-                if sub.student_id in notebooks:
-                    notebooks[sub.student_id].late_submission_penalty = record.late_points or None
-        gb.db.commit()
+            if entry.duedate != assignment.due:
+                db.execute(update(entries).where(entries.c.id == entry.id).values(duedate=assignment.due))
+            notebook = db.execute(select(Notebook.__table__.c.id).where(
+                Notebook.__table__.c.assignment_id == entry.id,
+                Notebook.__table__.c.name == os.path.splitext(assignment.notebook)[0])).scalar()
+            rows = db.execute(select(hand_ins.c.id, hand_ins.c.student_id, hand_ins.c.timestamp, hand_ins.c.extension,
+                                     notebooks.c.id, notebooks.c.late_submission_penalty).select_from(hand_ins.outerjoin(
+                notebooks, and_(notebooks.c.assignment_id == hand_ins.c.id, notebooks.c.notebook_id == notebook)))
+                .where(hand_ins.c.assignment_id == entry.id)).all()
+            times, penalties = [], []
+            for sub_id, student, timestamp, extension, nb_id, penalty in rows:
+                deadline, source = late.due(course, student, assignment.id)
+                extended = deadline - assignment.due if source == "extension" and assignment.due and deadline else None
+                record = by_key.get((student, assignment.id))
+                when = late.parse_time(record.submitted_at) if record is not None and record.submitted_at else timestamp
+                if extended != extension or _naive(when) != _naive(timestamp):
+                    times.append({"row": sub_id, "when": when, "extended": extended})
+                if record is not None and nb_id is not None and (record.late_points or None) != penalty:
+                    penalties.append({"row": nb_id, "penalty": record.late_points or None})
+            if times:
+                db.execute(update(hand_ins).where(hand_ins.c.id == bindparam("row")).values(
+                    timestamp=bindparam("when"), extension=bindparam("extended")), times)
+            if penalties:
+                db.execute(update(notebooks).where(notebooks.c.id == bindparam("row")).values(
+                    late_submission_penalty=bindparam("penalty")), penalties)
+        db.commit()
+
+
+def _naive(when: Any) -> Any:
+    """A time as the gradebook keeps it: UTC, without a time zone."""
+    return when.astimezone(datetime.timezone.utc).replace(tzinfo=None) if when is not None and when.tzinfo else when
 
 
 def set_manual_grade(course: Course, out: str, student: str, assignment_id: str, cell: str, score: float,

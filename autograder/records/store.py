@@ -133,7 +133,7 @@ def keep(out: str, name: str, data: dict[str, Any]) -> None:
     """Write the cache ``results/<name>``; a folder that cannot take it keeps none."""
     with contextlib.suppress(OSError):
         with replacing(os.path.join(out, "results", name), encoding="utf-8") as fh:
-            json.dump(data, fh, separators=(",", ":"))
+            fh.write(json.dumps(data, separators=(",", ":")))     # the C encoder: json.dump is not it
 
 
 def load_summaries(out: str) -> list[Submission]:

@@ -9,6 +9,7 @@ submitted notebooks themselves, the code of each that grading runs (autograder/r
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -96,17 +97,23 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
         path = os.path.join(submitted, student, spec.id, spec.notebook)
         if staged and not os.path.lexists(os.path.join(submitted, student, spec.id)):
             path = os.path.join(staged, student, spec.id, spec.notebook)
-        try:
-            raw = handin.read_submission(path)
-        except (NotebookError, OSError):
-            continue
-        found = cache.get(raw, key) if cache else None
+        found = cache.known(path, key) if cache else None      # a notebook unchanged since: not read
         if found is None:
-            found = _document(read, key, raw, release)
+            try:
+                raw = handin.read_submission(path)
+            except (NotebookError, OSError):
+                continue
+            found = cache.get(raw, key) if cache else None
+            if found is None:
+                found = _document(read, key, raw, release)
+                if cache:
+                    cache.put(raw, found)
             if cache:
-                cache.put(raw, found)
+                cache.seen(path, raw)
         if isinstance(found, similarity.Document):
             docs.append(found)
+    if cache:
+        cache.save()
     return docs
 
 
@@ -123,17 +130,26 @@ def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similari
         return similarity.Document(key, unread=f"the comparison could not read it ({type(exc).__name__})")
 
 
-def known_documents(course: Course, spec: Assignment, release: dict) -> list[similarity.Document]:
+def known_documents(course: Course, spec: Assignment, release: dict, cache: Cache | None = None) -> list[similarity.Document]:
     """similarity.Documents of the known ways to write assignment ``spec``: the reference
     solution and every entry of the catalogue in parts/<part>/mistakes.py, correct variants and realistic
-    mistakes alike (their fingerprints are common, never evidence)."""
+    mistakes alike (their fingerprints are common, never evidence); each kept in ``cache`` as a
+    hand-in's is, by its text."""
     ways = [cohort.solved(course, spec)]
     for part in spec.parts:
         mistakes, correct = cohort.catalogue(course, part.id)
         ways += [cohort.solved(course, spec, entry["cells"]) for entry in mistakes.values()]
         ways += [cohort.solved(course, spec, variant) for variant in correct.values()]
-    read = reader(spec, release, every=True)
-    return [read(("known", spec.id), nb) for nb in ways]
+    read, docs = reader(spec, release, every=True), []
+    for nb in ways:
+        raw = b"known\0" + json.dumps(nb, sort_keys=True).encode()   # never a hand-in's bytes: read with every k-gram
+        found = cache.get(raw, ("known", spec.id)) if cache else None
+        if not isinstance(found, similarity.Document):
+            found = read(("known", spec.id), nb)
+            if cache:
+                cache.put(raw, found)
+        docs.append(found)
+    return docs
 
 
 def similar_groups(course: Course, spec: Assignment, students: Iterable[str], submitted: str,
@@ -142,9 +158,9 @@ def similar_groups(course: Course, spec: Assignment, students: Iterable[str], su
     Documents kept in the grading folder ``out`` (:mod:`similarity_cache`) when given."""
     release = read_notebook(course.release(spec, spec.notebook))
     cells = [cell for part in spec.parts for cell in part.cells]
-    docs = submitted_documents(spec, students, submitted, release, Cache(out, spec.id, release, cells) if out else None,
-                               os.path.join(out, "submitted") if out else None)
-    pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release))
+    cache = Cache(out, spec.id, release, cells) if out else None
+    docs = submitted_documents(spec, students, submitted, release, cache, os.path.join(out, "submitted") if out else None)
+    pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release, cache))
     return similarity.groups(pairs), docs
 
 

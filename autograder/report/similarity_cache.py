@@ -23,6 +23,7 @@ from autograder.report import code_in_strings, similarity
 from selfcheck import program
 
 FOLDER = ".similarity"     # in results/: a dot name, never a student id
+FILES = ".files.json"      # in each assignment's folder: the version of each hand-in's file read
 LEFT_OUT = "left out"
 
 
@@ -40,14 +41,50 @@ class Cache:
         self.folder = os.path.join(out, "results", FOLDER, assignment)
         read = json.dumps([_readers_version(), release, cells], sort_keys=True)    # cells: what course.yaml grades
         self.salt = hashlib.sha256(read.encode()).digest()
+        # each hand-in's notebook file -> [its version, its Document's name]: not read again while unchanged
+        try:
+            with open(os.path.join(self.folder, FILES), encoding="utf-8") as fh:
+                self._files: dict[str, list] = json.load(fh)
+        except (OSError, ValueError):
+            self._files = {}
+        self._seen: dict[str, list] = {}
+
+    def known(self, path: str, key: tuple) -> similarity.Document | str | None:
+        """The Document kept for the notebook file at ``path`` when that file has the version it had
+        when it was read (:func:`store.version`): then it is not read again."""
+        entry = self._files.get(path)
+        if not entry or entry[0] != store.version(path):
+            return None
+        found = self._named(entry[1], key)
+        if found is not None:
+            self._seen[path] = entry
+        return found
+
+    def seen(self, path: str, raw: bytes) -> None:
+        """The notebook file at ``path`` was read as ``raw``."""
+        self._seen[path] = [store.version(path), self._name(raw)]
+
+    def save(self) -> None:
+        """Keep the versions of the files seen this time (a cache that cannot be written is no cache)."""
+        if self._seen != self._files:
+            with contextlib.suppress(OSError):
+                os.makedirs(self.folder, exist_ok=True)
+                with store.replacing(os.path.join(self.folder, FILES), encoding="utf-8") as fh:
+                    json.dump(self._seen, fh, separators=(",", ":"))
+
+    def _name(self, raw: bytes) -> str:
+        return hashlib.sha256(self.salt + raw).hexdigest()[:40] + ".json"
 
     def _path(self, raw: bytes) -> str:
-        return os.path.join(self.folder, hashlib.sha256(self.salt + raw).hexdigest()[:40] + ".json")
+        return os.path.join(self.folder, self._name(raw))
 
     def get(self, raw: bytes, key: tuple) -> similarity.Document | str | None:
         """The Document kept for the notebook ``raw``, under ``key``; LEFT_OUT; or None when none is kept."""
+        return self._named(self._name(raw), key)
+
+    def _named(self, name: str, key: tuple) -> similarity.Document | str | None:
         try:
-            with open(self._path(raw), encoding="utf-8") as fh:
+            with open(os.path.join(self.folder, name), encoding="utf-8") as fh:
                 data = json.load(fh)
         except (OSError, ValueError):
             return None
@@ -68,7 +105,7 @@ class Cache:
         with contextlib.suppress(OSError):
             os.makedirs(self.folder, exist_ok=True)
             with store.replacing(self._path(raw), encoding="utf-8") as fh:
-                json.dump(data, fh, separators=(",", ":"))
+                fh.write(json.dumps(data, separators=(",", ":")))     # the C encoder: json.dump is not it
 
 
 def _runs(origins: list[tuple[str, int]]) -> list[list]:
