@@ -94,14 +94,14 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
     docs = []
     for student in students:
         key = (student, spec.id)
-        path = os.path.join(submitted, student, spec.id, spec.notebook)
-        if staged and not os.path.lexists(os.path.join(submitted, student, spec.id)):
-            path = os.path.join(staged, student, spec.id, spec.notebook)
+        path = _path(spec, student, submitted, staged)
         found = cache.known(path, key) if cache else None      # a notebook unchanged since: not read
         if found is None:
             try:
                 raw = handin.read_submission(path)
             except (NotebookError, OSError):
+                if cache:
+                    cache.seen(path, None)
                 continue
             found = cache.get(raw, key) if cache else None
             if found is None:
@@ -115,6 +115,13 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
     if cache:
         cache.save()
     return docs
+
+
+def _path(spec: Assignment, student: str, submitted: str, staged: str | None) -> str:
+    """Where the student's notebook of ``spec`` is read: ``submitted``, else the copy ``staged``."""
+    if staged and not os.path.lexists(os.path.join(submitted, student, spec.id)):
+        return os.path.join(staged, student, spec.id, spec.notebook)
+    return os.path.join(submitted, student, spec.id, spec.notebook)
 
 
 def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similarity.Document | str:
@@ -159,8 +166,19 @@ def similar_groups(course: Course, spec: Assignment, students: Iterable[str], su
     release = read_notebook(course.release(spec, spec.notebook))
     cells = [cell for part in spec.parts for cell in part.cells]
     cache = Cache(out, spec.id, release, cells) if out else None
-    docs = submitted_documents(spec, students, submitted, release, cache, os.path.join(out, "submitted") if out else None)
-    pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release, cache))
+    staged = os.path.join(out, "submitted") if out else None
+    known = known_documents(course, spec, release, cache)
+    students = list(students)
+    if cache:       # nothing compared changed since the last time: its pairs, their Documents alone read
+        kept = cache.compared({s: _path(spec, s, submitted, staged) for s in students}, known,
+                              course.similarity_threshold)
+        if kept is not None:
+            return similarity.groups(kept[0]), kept[1]
+    docs = submitted_documents(spec, students, submitted, release, cache, staged)
+    pairs = similarity.compare(docs, course.similarity_threshold, known)
+    if cache:
+        cache.keep_compared({s: _path(spec, s, submitted, staged) for s in students}, known,
+                            course.similarity_threshold, pairs, docs)
     return similarity.groups(pairs), docs
 
 

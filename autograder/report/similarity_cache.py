@@ -24,6 +24,7 @@ from selfcheck import program
 
 FOLDER = ".similarity"     # in results/: a dot name, never a student id
 FILES = ".files.json"      # in each assignment's folder: the version of each hand-in's file read
+COMPARED = ".compared.json"   # ... and what the last comparison of them flagged
 LEFT_OUT = "left out"
 
 
@@ -38,7 +39,7 @@ class Cache:
     """The Documents of one assignment's hand-ins, under ``out/results/.similarity/<assignment>``."""
 
     def __init__(self, out: str, assignment: str, release: dict, cells: list[str]) -> None:
-        self.folder = os.path.join(out, "results", FOLDER, assignment)
+        self.folder, self._assignment = os.path.join(out, "results", FOLDER, assignment), assignment
         read = json.dumps([_readers_version(), release, cells], sort_keys=True)    # cells: what course.yaml grades
         self.salt = hashlib.sha256(read.encode()).digest()
         # each hand-in's notebook file -> [its version, its Document's name]: not read again while unchanged
@@ -60,9 +61,58 @@ class Cache:
             self._seen[path] = entry
         return found
 
-    def seen(self, path: str, raw: bytes) -> None:
-        """The notebook file at ``path`` was read as ``raw``."""
-        self._seen[path] = [store.version(path), self._name(raw)]
+    def seen(self, path: str, raw: bytes | None) -> None:
+        """The notebook file at ``path`` was read as ``raw`` (None: it could not be read)."""
+        self._seen[path] = [store.version(path), self._name(raw) if raw is not None else None]
+
+    def _compared_key(self, paths: dict[str, str], known: list[similarity.Document], threshold: float) -> str | None:
+        """What a comparison of the notebooks at ``paths`` ({student: path}) depends on, as a hash:
+        each one's Document (by name) while its file is unchanged, the known ways' fingerprints and
+        the threshold (the code that compares is in every name); None when a file changed."""
+        names = []
+        for student, path in sorted(paths.items()):
+            entry = self._files.get(path)
+            if not entry or entry[0] != store.version(path):
+                return None
+            names.append([student, entry[1]])
+        made = json.dumps([names, [sorted(doc.prints) for doc in known], threshold])
+        return hashlib.sha256(made.encode()).hexdigest()
+
+    def compared(self, paths: dict[str, str], known: list[similarity.Document],
+                 threshold: float) -> tuple[list[similarity.Pair], list[similarity.Document]] | None:
+        """The pairs the last comparison of the notebooks at ``paths`` flagged, with the Documents
+        they hold and those not compared, when nothing it depends on changed since; else None."""
+        key = self._compared_key(paths, known, threshold)
+        try:
+            with open(os.path.join(self.folder, COMPARED), encoding="utf-8") as fh:
+                kept = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if key is None or not isinstance(kept, dict) or kept.get("key") != key:
+            return None
+        docs: dict[str, similarity.Document] = {}
+        for student in {s for pair in kept["pairs"] for s in pair[:2]}:
+            found = self._named(self._files[paths[student]][1], (student, self._assignment))
+            if not isinstance(found, similarity.Document):
+                return None
+            docs[student] = found
+        self._seen.update((paths[s], self._files[paths[s]]) for s in paths)
+        pairs = [similarity.Pair(docs[a], docs[b], shared, score) for a, b, shared, score in kept["pairs"]]
+        unread = [similarity.Document((student, self._assignment), unread=why) for student, why in kept["unread"]]
+        return pairs, list(docs.values()) + unread
+
+    def keep_compared(self, paths: dict[str, str], known: list[similarity.Document], threshold: float,
+                      pairs: list[similarity.Pair], docs: list[similarity.Document]) -> None:
+        """Keep what the comparison of the notebooks at ``paths`` found, for :meth:`compared`."""
+        self._files = self._seen
+        key = self._compared_key(paths, known, threshold)
+        if key is None:
+            return
+        kept = {"key": key, "pairs": [[p.a.key[0], p.b.key[0], p.shared, p.score] for p in pairs],
+                "unread": [[doc.key[0], doc.unread] for doc in docs if doc.unread]}
+        with contextlib.suppress(OSError):
+            with store.replacing(os.path.join(self.folder, COMPARED), encoding="utf-8") as fh:
+                fh.write(json.dumps(kept))
 
     def save(self) -> None:
         """Keep the versions of the files seen this time (a cache that cannot be written is no cache)."""
