@@ -107,6 +107,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     with store.replacing(os.path.join(out, "results", UNFINISHED)) as fh:   # gone once stage 6 is done
         fh.write(store.now())
     record_times(out, submissions, batch.records)
+    status.hashes(out, [task.path for task in submissions])     # `course status` need not read them again
     with timed(timings, "gradebook"):
         batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
     batch.warnings += export(course, out, store.load_results(out), timings, batch.notes)   # 5, 6
@@ -273,6 +274,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
                 write()
         except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
             warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
+    store.keep_summaries(out, list(records))      # what `course status` reads of them, as they are now
     if notes is not None and (waiting := sum(len(status.to_confirm(r, gradebook.get(r.key, {}))) for r in records)):
         notes.append(f"{waiting} hand grade{'s' if waiting > 1 else ''} to confirm in formgrader (an answer or "
                      "the grader's score changed since): every export counts the score kept until the TA "

@@ -109,17 +109,19 @@ def to_confirm(record: Submission, held: dict) -> list[str]:
 HASHES = ".sha256.json"      # in results/: each hand-in's sha256 by the version of its file
 
 
-def _hashes(out: str, paths: list[str]) -> dict[str, str]:
+def hashes(out: str, paths: list[str]) -> dict[str, str]:
     """The sha256 of each notebook at ``paths`` that can be read, as grading reads it; one whose
     file has the version it had last time (device, inode, size and times: :func:`store.version`)
-    is not read again (``results/.sha256.json``)."""
-    before, now = store.kept(out, HASHES), {}
+    is not read again (``results/.sha256.json``). The others of the cache are kept."""
+    before = store.kept(out, HASHES)
+    now = dict(before)
     for path in paths:
         seen = store.version(path)
         entry = before.get(path)
         if entry is None or entry[0] != seen:
             sha = versions.file_sha256(path)
             if sha is None:
+                now.pop(path, None)
                 continue
             entry = [seen, sha]
         now[path] = entry
@@ -140,9 +142,9 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     except NoSubmissions:
         tasks = []
     grader = versions.grader_version()
-    hashes = _hashes(out, [t.path for t in tasks if t.key in by_key])
+    known = hashes(out, [t.path for t in tasks if t.key in by_key])
     ungraded = [f"  {t.student}/{t.assignment}: {why}" for t in tasks
-                if (why := versions.stale(course, by_key.get(t.key), t.path, grader, hashes.get(t.path)))]
+                if (why := versions.stale(course, by_key.get(t.key), t.path, grader, known.get(t.path)))]
     try:
         scores = gradebook_rows.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand

@@ -136,10 +136,17 @@ def keep(out: str, name: str, data: dict[str, Any]) -> None:
             fh.write(json.dumps(data, separators=(",", ":")))     # the C encoder: json.dump is not it
 
 
+def _summary(record: Submission) -> dict:
+    data = record.to_json()
+    for part in data["parts"]:
+        part["checks"] = []
+    return data
+
+
 def load_summaries(out: str) -> list[Submission]:
     """The latest result of every submission graded into ``out``, each without its checks (what
     `course status` reads): each results file read again only when its version changed since the
-    last time (``results/.summaries.json``), the others read from there."""
+    last time it was read or exported (``results/.summaries.json``), the others read from there."""
     before, now, found = kept(out, SUMMARIES), {}, []
     for path in sorted(glob.glob(os.path.join(out, "results", "*", "*.json"))):
         name, seen = os.path.relpath(path, out), version(path)
@@ -148,15 +155,19 @@ def load_summaries(out: str) -> list[Submission]:
             record = _load(path)
             if record is None:
                 continue
-            data = record.to_json()
-            for part in data["parts"]:
-                part["checks"] = []
-            entry = [seen, data]
+            entry = [seen, _summary(record)]
         now[name] = entry
         found.append(Submission.from_json(entry[1]))
     if now != before:
         keep(out, SUMMARIES, now)
     return found
+
+
+def keep_summaries(out: str, records: list[Submission]) -> None:
+    """Keep ``records``, every current one of ``out`` as its results files hold them (an export's),
+    for :func:`load_summaries`."""
+    keep(out, SUMMARIES, {os.path.relpath(path, out): [version(path), _summary(record)] for record in records
+                          if (path := result_path(out, record.student, record.assignment))})
 
 
 def _write_journal(out: str, data: dict[str, Any]) -> None:
