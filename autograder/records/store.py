@@ -165,9 +165,15 @@ def load_summaries(out: str) -> list[Submission]:
 
 def keep_summaries(out: str, records: list[Submission]) -> None:
     """Keep ``records``, every current one of ``out`` as its results files hold them (an export's),
-    for :func:`load_summaries`."""
-    keep(out, SUMMARIES, {os.path.relpath(path, out): [version(path), _summary(record)] for record in records
-                          if (path := result_path(out, record.student, record.assignment))})
+    for :func:`load_summaries` (one whose file is as kept already is not summarised again)."""
+    before, now = kept(out, SUMMARIES), {}
+    for record in records:
+        path = result_path(out, record.student, record.assignment)
+        name, seen = os.path.relpath(path, out), version(path)
+        entry = before.get(name)
+        now[name] = entry if entry is not None and entry[0] == seen else [seen, _summary(record)]
+    if now != before:
+        keep(out, SUMMARIES, now)
 
 
 def _write_journal(out: str, data: dict[str, Any]) -> None:

@@ -141,21 +141,28 @@ def known_documents(course: Course, spec: Assignment, release: dict, cache: Cach
     """similarity.Documents of the known ways to write assignment ``spec``: the reference
     solution and every entry of the catalogue in parts/<part>/mistakes.py, correct variants and realistic
     mistakes alike (their fingerprints are common, never evidence); each kept in ``cache`` as a
-    hand-in's is, by its text."""
+    hand-in's is, by its text, and not made again while the files they are made from are unchanged."""
+    made_from = [course.source(spec, spec.notebook), cohort.__file__,
+                 *(os.path.join(course.root, "parts", part.id, "mistakes.py") for part in spec.parts)]
+    kept = cache.known_ways(made_from, spec.id) if cache else None
+    if kept is not None:
+        return kept
     ways = [cohort.solved(course, spec)]
     for part in spec.parts:
         mistakes, correct = cohort.catalogue(course, part.id)
         ways += [cohort.solved(course, spec, entry["cells"]) for entry in mistakes.values()]
         ways += [cohort.solved(course, spec, variant) for variant in correct.values()]
-    read, docs = reader(spec, release, every=True), []
+    read, docs, raws = reader(spec, release, every=True), [], []
     for nb in ways:
-        raw = b"known\0" + json.dumps(nb, sort_keys=True).encode()   # never a hand-in's bytes: read with every k-gram
-        found = cache.get(raw, ("known", spec.id)) if cache else None
+        raws.append(b"known\0" + json.dumps(nb, sort_keys=True).encode())   # never a hand-in's bytes: every k-gram
+        found = cache.get(raws[-1], ("known", spec.id)) if cache else None
         if not isinstance(found, similarity.Document):
             found = read(("known", spec.id), nb)
             if cache:
-                cache.put(raw, found)
+                cache.put(raws[-1], found)
         docs.append(found)
+    if cache:
+        cache.keep_ways(made_from, raws)
     return docs
 
 

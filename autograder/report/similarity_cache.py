@@ -25,6 +25,7 @@ from selfcheck import program
 FOLDER = ".similarity"     # in results/: a dot name, never a student id
 FILES = ".files.json"      # in each assignment's folder: the version of each hand-in's file read
 COMPARED = ".compared.json"   # ... and what the last comparison of them flagged
+WAYS = ".known.json"       # ... and which Documents the known ways to write it are
 LEFT_OUT = "left out"
 
 
@@ -64,6 +65,34 @@ class Cache:
     def seen(self, path: str, raw: bytes | None) -> None:
         """The notebook file at ``path`` was read as ``raw`` (None: it could not be read)."""
         self._seen[path] = [store.version(path), self._name(raw) if raw is not None else None]
+
+    def _ways_key(self, made_from: list[str]) -> str:
+        digest = hashlib.sha256(self.salt)     # the code reading them, the release, the cells graded
+        for path in made_from:
+            with contextlib.suppress(OSError), open(path, "rb") as fh:
+                digest.update(hashlib.sha256(fh.read()).digest())
+        return digest.hexdigest()
+
+    def known_ways(self, made_from: list[str], assignment: str) -> list[similarity.Document] | None:
+        """The Documents of the known ways to write the assignment, as kept when the files they are
+        made from (``made_from``) were as they are now; else None."""
+        try:
+            with open(os.path.join(self.folder, WAYS), encoding="utf-8") as fh:
+                kept = json.load(fh)
+        except (OSError, ValueError):
+            return None
+        if not isinstance(kept, dict) or kept.get("key") != self._ways_key(made_from):
+            return None
+        found = [self._named(name, ("known", assignment)) for name in kept["names"]]
+        docs = [doc for doc in found if isinstance(doc, similarity.Document)]
+        return docs if len(docs) == len(found) else None
+
+    def keep_ways(self, made_from: list[str], raws: list[bytes]) -> None:
+        """Keep which Documents the known ways (``raws``, made from the files ``made_from``) are."""
+        with contextlib.suppress(OSError):
+            os.makedirs(self.folder, exist_ok=True)
+            with store.replacing(os.path.join(self.folder, WAYS), encoding="utf-8") as fh:
+                fh.write(json.dumps({"key": self._ways_key(made_from), "names": [self._name(raw) for raw in raws]}))
 
     def _compared_key(self, paths: dict[str, str], known: list[similarity.Document], threshold: float) -> str | None:
         """What a comparison of the notebooks at ``paths`` ({student: path}) depends on, as a hash:
