@@ -9,7 +9,10 @@ submitted notebooks themselves, the code of each that grading runs (autograder/r
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import itertools
 import json
+import multiprocessing
 import os
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
 CSV = "cohort_report.csv"
 COLUMNS = ("section", "assignment", "part", "item", "students", "share", "value", "detail")
 NOT_GRADED = ("error", "timeout", "missing", GRADER_ERROR)
+READ_APART = 200         # notebooks to fingerprint from which each core takes a share
 BINS = 8                # histogram bars per part: eighths of its points
 TOP_CHECKS = 15
 
@@ -90,31 +94,51 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
     says why), one the comparison cannot read says so. A hand-in graded from another folder than
     ``submitted`` (a late one graded from its own) is read from ``staged``, the copy the grading
     folder keeps for nbgrader. Each notebook ``cache`` has read before is not read again."""
-    read = reader(spec, release)
-    docs = []
+    found: list[similarity.Document | str | None] = []
+    pending: list[tuple[int, tuple, bytes]] = []        # (index in found, key, notebook) to fingerprint
     for student in students:
         key = (student, spec.id)
         path = _path(spec, student, submitted, staged)
-        found = cache.known(path, key) if cache else None      # a notebook unchanged since: not read
-        if found is None:
+        doc = cache.known(path, key) if cache else None      # a notebook unchanged since: not read
+        if doc is None:
             try:
                 raw = handin.read_submission(path)
             except (NotebookError, OSError):
                 if cache:
                     cache.seen(path, None)
                 continue
-            found = cache.get(raw, key) if cache else None
-            if found is None:
-                found = _document(read, key, raw, release)
-                if cache:
-                    cache.put(raw, found)
             if cache:
                 cache.seen(path, raw)
-        if isinstance(found, similarity.Document):
-            docs.append(found)
+            doc = cache.get(raw, key) if cache else None
+            if doc is None:
+                pending.append((len(found), key, raw))
+        found.append(doc)
+    for (i, _, raw), doc in zip(pending, _read(spec, release, [(key, raw) for _, key, raw in pending])):
+        found[i] = doc
+        if cache:
+            cache.put(raw, doc)
     if cache:
         cache.save()
-    return docs
+    return [doc for doc in found if isinstance(doc, similarity.Document)]
+
+
+def _read(spec: Assignment, release: dict, notebooks: list[tuple[tuple, bytes]]) -> list[similarity.Document | str]:
+    """The Document (or LEFT_OUT) of each (key, notebook) of ``notebooks``, in order; a process per
+    core reads them when there are ``READ_APART`` or more (a term's are thousands, 20 ms each)."""
+    jobs = min(os.cpu_count() or 1, len(notebooks) // READ_APART + 1)
+    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return _read_here(spec, release, notebooks)
+    size = -(-len(notebooks) // (4 * jobs))     # a few parts a process: one slow part does not hold the rest
+    parts = [notebooks[i:i + size] for i in range(0, len(notebooks), size)]
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [doc for part in pool.map(_read_here, itertools.repeat(spec), itertools.repeat(release), parts)
+                for doc in part]
+
+
+def _read_here(spec: Assignment, release: dict, notebooks: list[tuple[tuple, bytes]]) -> list[similarity.Document | str]:
+    """:func:`_read` in this process."""
+    read = reader(spec, release)
+    return [_document(read, key, raw, release) for key, raw in notebooks]
 
 
 def _path(spec: Assignment, student: str, submitted: str, staged: str | None) -> str:
