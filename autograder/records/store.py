@@ -148,8 +148,9 @@ def load_summaries(out: str) -> list[Submission]:
     `course status` reads): each results file read again only when its version changed since the
     last time it was read or exported (``results/.summaries.json``), the others read from there."""
     before, now, found = kept(out, SUMMARIES), {}, []
+    start = len(os.path.join(out, ""))      # each path below is out's own: its name is the rest (no relpath)
     for path in sorted(glob.glob(os.path.join(out, "results", "*", "*.json"))):
-        name, seen = os.path.relpath(path, out), version(path)
+        name, seen = path[start:], version(path)
         entry = before.get(name)
         if entry is None or entry[0] != seen:
             record = _load(path)
@@ -166,10 +167,10 @@ def load_summaries(out: str) -> list[Submission]:
 def keep_summaries(out: str, records: list[Submission]) -> None:
     """Keep ``records``, every current one of ``out`` as its results files hold them (an export's),
     for :func:`load_summaries` (one whose file is as kept already is not summarised again)."""
-    before, now = kept(out, SUMMARIES), {}
+    before, now, start = kept(out, SUMMARIES), {}, len(os.path.join(out, ""))
     for record in records:
         path = result_path(out, record.student, record.assignment)
-        name, seen = os.path.relpath(path, out), version(path)
+        name, seen = path[start:], version(path)
         entry = before.get(name)
         now[name] = entry if entry is not None and entry[0] == seen else [seen, _summary(record)]
     if now != before:
