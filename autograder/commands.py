@@ -158,9 +158,9 @@ def cmd_report(course: config.Course, args: argparse.Namespace) -> int:
     records = store.load_results(out)
     if not records:
         raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
-    from autograder.nbgrader import gradebook
+    from autograder.nbgrader import gradebook_rows
     try:
-        scores = gradebook.scores(course, out)
+        scores = gradebook_rows.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: the grader's scores alone
         scores = {}
     path = cohort_page.write(course, out, records, args.submitted, gradebook=scores)

@@ -107,6 +107,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     with store.replacing(os.path.join(out, "results", UNFINISHED)) as fh:   # gone once stage 6 is done
         fh.write(store.now())
     record_times(out, submissions, batch.records)
+    status.hashes(out, [task.path for task in submissions])     # `course status` need not read them again
     with timed(timings, "gradebook"):
         batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
     batch.warnings += export(course, out, store.load_results(out), timings, batch.notes)   # 5, 6
@@ -233,14 +234,14 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
     is not the one course.yaml's ``db_url`` names (its hand grades would be lost). ``timings``
     gets each step's wall seconds, as :func:`grade`'s does; ``notes`` what the instructor should
     know of what was exported (hand grades counted while they wait for the TA to confirm them)."""
-    from autograder.nbgrader import answers, gradebook as nbgrader_gradebook
+    from autograder.nbgrader import answers, gradebook as nbgrader_gradebook, gradebook_rows
     lost = nbgrader_gradebook.gradebook_left_behind(course, out)
     if lost:
         raise CourseError(lost)
     warnings = []
     try:
         with timed(timings, "reading the gradebook"):
-            gradebook = nbgrader_gradebook.scores(course, out)
+            gradebook = gradebook_rows.scores(course, out)
     except Exception as exc:  # noqa: BLE001 - the exports from the results alone are still worth having
         warnings.append(f"nbgrader's gradebook could not be read ({exc}); exports use the results only")
         gradebook = {}
@@ -273,6 +274,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
                 write()
         except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
             warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
+    store.keep_summaries(out, list(records))      # what `course status` reads of them, as they are now
     if notes is not None and (waiting := sum(len(status.to_confirm(r, gradebook.get(r.key, {}))) for r in records)):
         notes.append(f"{waiting} hand grade{'s' if waiting > 1 else ''} to confirm in formgrader (an answer or "
                      "the grader's score changed since): every export counts the score kept until the TA "

@@ -56,9 +56,9 @@ def history(course: Course, out: str, student: str) -> str:
     """Per assignment, each result the student had, oldest first: when, the total every export
     gave it (autograded and hand-graded points less the late penalty, of the assignment's points)
     and what changed."""
-    from autograder.nbgrader import gradebook as nbgrader_gradebook
+    from autograder.nbgrader import gradebook_rows
     try:
-        scores = nbgrader_gradebook.scores(course, out, student)
+        scores = gradebook_rows.scores(course, out, student)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
         scores = {}
     lines = []
@@ -98,7 +98,7 @@ def _similar(out: str) -> list[str]:
 
 def to_confirm(record: Submission, held: dict) -> list[str]:
     """The hand grades of one hand-in a TA is to confirm in formgrader (``held``: its entry of
-    :func:`autograder.nbgrader.gradebook.scores`): an answer changed since it was graded, or a
+    :func:`autograder.nbgrader.gradebook_rows.scores`): an answer changed since it was graded, or a
     part set by hand whose autograded score changed. Every export counts the kept score meanwhile."""
     written = held.get("written", {})
     stale = [f"{cell} (kept: {w['score']:g} / {w['max_score']:g})" for cell, w in written.items() if w.get("stale")]
@@ -106,22 +106,57 @@ def to_confirm(record: Submission, held: dict) -> list[str]:
                     for p in record.parts if p.part in held.get("overrides_to_confirm", [])]
 
 
+HASHES = ".sha256.json"      # in results/: each hand-in's sha256 by the version of its file
+
+
+def hashes(out: str, paths: list[str]) -> dict[str, str]:
+    """The sha256 of each notebook at ``paths`` that can be read, as grading reads it; one whose
+    file has the version it had last time (device, inode, size and times: :func:`store.version`)
+    is not read again (``results/.sha256.json``). The others of the cache are kept."""
+    before = store.kept(out, HASHES)
+    now = dict(before)
+    for path in paths:
+        seen = store.version(path)
+        entry = before.get(path)
+        if entry is None or entry[0] != seen:
+            sha = versions.file_sha256(path)
+            if sha is None:
+                now.pop(path, None)
+                continue
+            entry = [seen, sha]
+        now[path] = entry
+    if now != before:
+        store.keep(out, HASHES, now)
+    return {path: sha for path, (_, sha) in now.items()}
+
+
+def _current(record: Submission | None, sha256: str | None, grader: str, suites: dict[str, dict[str, str]]) -> bool:
+    """Whether ``record`` is a finished grading of the notebook whose sha256 is ``sha256`` by today's
+    grader and suites (``suites``: each assignment's, worked out once): what
+    :func:`versions.stale` finds, without its checks of the suites' files for every hand-in."""
+    return (record is not None and sha256 is not None and not record.grader_error and record.sha256 == sha256
+            and record.grader == grader and record.suites == suites.get(record.assignment))
+
+
 def status(course: Course, out: str, submitted: str | None = None) -> str:
     """Hand-ins not graded yet, late ones, written answers not graded, hand grades whose answer
     changed since, grader errors, similarity flags and the totals the next export would change."""
-    from autograder.nbgrader import gradebook as nbgrader_gradebook
+    from autograder.nbgrader import gradebook_rows
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
-    records = store.load_results(out)
+    records = store.load_summaries(out)
     by_key = {r.key: r for r in records}
     try:
         tasks = discovery.find_submissions(course, submitted)
     except NoSubmissions:
         tasks = []
     grader = versions.grader_version()
+    known = hashes(out, [t.path for t in tasks if t.key in by_key])
+    suites = {a.id: versions.suite_versions(course, a.id) for a in course.assignments}
     ungraded = [f"  {t.student}/{t.assignment}: {why}" for t in tasks
-                if (why := versions.stale(course, by_key.get(t.key), t.path, grader))]
+                if not _current(by_key.get(t.key), known.get(t.path), grader, suites)
+                and (why := versions.stale(course, by_key.get(t.key), t.path, grader, known.get(t.path)))]
     try:
-        scores = nbgrader_gradebook.scores(course, out)
+        scores = gradebook_rows.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
         scores = {}
     records = [dataclasses.replace(r, late=late.of_record(course, r, totals.earned(r, scores.get(r.key))))

@@ -251,9 +251,17 @@ def writer(fh: IO[str], columns: Sequence[str], ids: tuple[str, ...] = ()) -> Ca
     the ``ids`` columns unchanged (:func:`id_cell`). The header is written first."""
     out = csv.DictWriter(fh, fieldnames=list(columns), quoting=csv.QUOTE_NONNUMERIC)
     out.writeheader()
+    made: dict[tuple[str, Any], Any] = {}    # a text's field, made once: a term repeats its reasons thousands of times
+
+    def field(k: str, v: Any) -> Any:
+        if not isinstance(v, str):
+            return id_cell(v, k) if k in ids else cell(v)
+        if (k, v) not in made:
+            made[k, v] = id_cell(v, k) if k in ids else cell(v)
+        return made[k, v]
 
     def write(row: Mapping) -> None:
-        out.writerow({k: id_cell(v, k) if k in ids else cell(v) for k, v in row.items()})
+        out.writerow({k: field(k, v) for k, v in row.items()})
     return write
 
 

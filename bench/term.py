@@ -49,6 +49,7 @@ import uuid
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.dirname(os.path.abspath(__file__))]
 
+from autograder import status
 from autograder.course import config
 from autograder.grade import reuse, submission_time  # noqa: E402
 from autograder.mistakes import cohort
@@ -250,6 +251,8 @@ def build_term(course, sample, kinds, folder, n, db_url=None):
     settings.write_course_folder(term, out)           # a new grading folder, as `course grade --out` makes it
     hand_ins = plan(kinds, n)
     add_hand_ins(term, sample, out, submitted, hand_ins)
+    # as `course grade` leaves it: the sha256 of each hand-in it looked at kept for `course status`
+    status.hashes(out, [os.path.join(submitted, s, a, term.assignment(a).notebook) for s, a, *_ in hand_ins])
     store.batch_started(out, submitted, len(hand_ins), 0)     # the exports read the hand-ins from there
     store.batch_finished(out)
     if db_url:

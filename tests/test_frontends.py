@@ -24,7 +24,7 @@ import pytest
 
 import frontend_notebooks as front
 from autograder.mistakes import cohort
-from autograder.nbgrader import gradebook
+from autograder.nbgrader import gradebook, gradebook_rows
 from selfcheck.program import grade_id, source
 from test_nbgrader_paths import _env, formgrader
 from test_nbgrader_units import TAKEOVER, TAKEOVER_MARKS, _marks
@@ -115,7 +115,7 @@ def test_every_front_ends_notebook_is_in_the_gradebook_with_its_score(course, as
     assert "failed" not in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-3000:]
     full = sum(p.points for p in assignment.parts)
     students = set(_notebooks(course, assignment))
-    scores = {s: e["score"] for (s, a), e in gradebook.scores(course, str(folder)).items() if a == assignment.id}
+    scores = {s: e["score"] for (s, a), e in gradebook_rows.scores(course, str(folder)).items() if a == assignment.id}
     assert {s: scores[s] for s in students} == {s: full for s in students}, scores
     with open(folder / "grades.csv") as fh:
         rows = {r["student_id"]: float(r["score"]) for r in csv.DictReader(fh)}
@@ -260,7 +260,7 @@ def _answers(page):
 def test_a_solution_moved_into_another_type_of_cell_earns_nothing(course, assignment, graded, tmp_path):
     """It scores as the stub after it, which formgrader and the feedback page show as the answer."""
     folder, _ = graded
-    scores = {s: e["score"] for (s, a), e in gradebook.scores(course, str(folder)).items() if a == assignment.id}
+    scores = {s: e["score"] for (s, a), e in gradebook_rows.scores(course, str(folder)).items() if a == assignment.id}
     assert scores["moved-softmax"] == scores["stub-softmax"] < sum(p.points for p in assignment.parts), scores
     stub = source(_cell(cohort.stub(course, assignment), "softmax")).strip()
     for page in _pages(course, assignment, folder, tmp_path, ("moved-softmax",))["moved-softmax"]:

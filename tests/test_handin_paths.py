@@ -24,7 +24,7 @@ import pytest
 
 from autograder.course import config
 from autograder.mistakes import cohort
-from autograder.nbgrader import apps, exchange, gradebook, settings
+from autograder.nbgrader import apps, exchange, gradebook_rows, settings
 from autograder.release import assignments
 from test_accounts import accounts  # noqa: E402,F401 (a fixture)
 from test_nbgrader_paths import _call, _env, formgrader  # noqa: E402
@@ -106,7 +106,7 @@ def folder(course, assignment, tmp_path_factory):
 
 
 def _gradebook(course, folder):
-    return {s: entry["score"] for (s, a), entry in gradebook.scores(course, str(folder)).items()}
+    return {s: entry["score"] for (s, a), entry in gradebook_rows.scores(course, str(folder)).items()}
 
 
 def test_nbgrader_autograde_gives_no_linked_hand_in_marks(course, assignment, folder):

@@ -55,8 +55,8 @@ def _hand_in(course, folder, student, assignment, nb):
 
 def _auto_scores(course, folder):
     """(student, assignment) -> the autograded score nbgrader's gradebook holds."""
-    from autograder.nbgrader import gradebook
-    return {key: round(entry["score"], 3) for key, entry in gradebook.scores(course, folder).items()}
+    from autograder.nbgrader import gradebook_rows
+    return {key: round(entry["score"], 3) for key, entry in gradebook_rows.scores(course, folder).items()}
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from autograder import cli, pipeline
-from autograder.nbgrader import gradebook
+from autograder.nbgrader import gradebook, gradebook_rows
 from autograder.records import store
 
 import postgres_server  # noqa: E402 - tests/postgres_server.py
@@ -58,7 +58,7 @@ def test_grading_and_every_export_give_the_same_numbers_as_sqlite(course, course
         gradebook.set_manual_grade(which, str(folder), student, assignment, cell, 1)
         assert cli.main(["--config", which.path, "export", str(folder)]) == 0
 
-    assert gradebook.scores(pg_course, str(pg)) == gradebook.scores(course, str(lite))
+    assert gradebook_rows.scores(pg_course, str(pg)) == gradebook_rows.scores(course, str(lite))
     for name in ("grades.csv", "totals.csv"):
         assert _rows(pg / name) == _rows(lite / name), name
     assert _rows(pg / "parts.csv") == _rows(lite / "parts.csv")

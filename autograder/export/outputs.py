@@ -55,6 +55,12 @@ OTHER: tuple[Output, ...] = (
                "penalty: the one source of every autograded score"),
     Output("", "results/<student>/history/<assignment>.<notebook>.<grader>.<suites>.json", "",
                "the results each regrade replaced (`course history`)"),
+    Output("", "results/.summaries.json", "",
+               "every result without its checks, each by the version of its file (device, inode, size and "
+               "times): `course status` reads a results file again only when it changed; safe to delete"),
+    Output("", "results/.sha256.json", "",
+               "each hand-in's sha256 by the version of its notebook file: `course status` reads a notebook "
+               "again only when its file changed; safe to delete"),
     Output("", "gradebook.db", "",
                "nbgrader's gradebook (unless course.yaml's `db_url` names another): what formgrader shows and "
                "the hand grades it takes"),

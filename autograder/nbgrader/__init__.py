@@ -14,8 +14,10 @@ formgrader and ``course`` give the same scores from the same reads of a hand-in.
 ``staging``         a hand-in as nbgrader may read it, through the reader (autograder/grade/handin.py)
 ``plugins``         collect and the CSV export, safe with hand-ins written by strangers
 ``apps``            nbgrader's converters and export run from ``course``, quietly
-``gradebook``       the gradebook read back (hand grades, overrides, whether it holds a release),
-                    a hand grade written
+``gradebook``       whether the gradebook holds a release; late penalties, the roster and a hand
+                    grade written
+``gradebook_rows``  the gradebook read back by its tables (hand grades, overrides, totals),
+                    without loading nbgrader
 ``handgrades``      the TA's hand grades across autograde: unchanged answers stay graded, changed
                     ones are flagged for the TA to confirm
 ``shared_engine``   one SQLAlchemy engine per gradebook for every Gradebook nbgrader opens

@@ -43,7 +43,7 @@ def written_answers(course: Course, out: str, student: str, assignment_id: str) 
 
 def add_answers(course: Course, out: str, gradebook: Mapping[tuple[str, str], dict],
                 keys: Iterable[tuple[str, str]] | None = None) -> None:
-    """Each hand-graded answer of ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`), of
+    """Each hand-graded answer of ``gradebook`` (:func:`autograder.nbgrader.gradebook_rows.scores`), of
     the (student, assignment) ``keys`` when given, given its ``answer``: the HTML of
     :func:`written_answers`, or "" when there is none."""
     for key in gradebook if keys is None else keys:

@@ -1,21 +1,20 @@
 """nbgrader's gradebook read back and written to: what people enter in formgrader.
 
-The totals, the Gradescope file and the feedback pages include the answers graded by hand in
-formgrader and any part's score overridden there (:func:`scores`); tests enter a hand grade as
-formgrader's API does (:func:`set_manual_grade`).
+What the exports read of it (the answers graded by hand in formgrader, any part's score
+overridden there) is read by its tables (:mod:`autograder.nbgrader.gradebook_rows`); here are the
+steps that go through nbgrader's API: whether it holds a release, the late penalties and the
+roster written into it, and a hand grade entered as formgrader's API does (:func:`set_manual_grade`).
 """
 
+import datetime
 import json
 import os
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import Any
 
 from nbgrader import api
-from nbgrader.api import (BaseCell, Comment, Grade, Gradebook, MissingEntry, Notebook, SubmittedAssignment,
-                          SubmittedNotebook)
+from nbgrader.api import Gradebook, MissingEntry, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.utils import is_grade, is_locked, is_solution, is_task
-from sqlalchemy import case, func
-from sqlalchemy.orm import undefer
 
 from autograder.course import late
 from autograder.course.config import Assignment, Course
@@ -24,106 +23,6 @@ from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's s
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder.nbgrader.settings import settings
 from autograder.records.results import Submission
-
-
-def scores(course: Course, out: str, student: str | None = None) -> dict[tuple[str, str], dict]:
-    """Everything nbgrader's gradebook holds for each submission (``student``'s alone when given),
-    hand-graded answers included, in a few queries whatever the class's size.
-
-    Returns ``{(student, assignment): {"score", "max_score", "penalty", "needs_manual_grade",
-    "written": {grade id: {"score", "max_score", "graded", "stale", "comment"}}, "overrides": {part: score},
-    "overrides_to_confirm": [part]}}``; ``overrides`` are parts whose autograded score was changed in
-    formgrader (``overrides_to_confirm`` those graded differently since, flagged); ``score`` is what
-    ``nbgrader export`` reports (autograded plus hand-graded, minus any late penalty). A written
-    answer is ``graded`` when formgrader does not list it as needing a manual grade; ``stale`` when
-    it has a hand score given to an earlier answer (kept in ``score``, as nbgrader's export keeps
-    it, until the TA confirms or changes it in formgrader).
-    """
-    found = {}
-    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
-        for assignment in course.assignments:
-            try:
-                max_score = float(gb.find_assignment(assignment.id).max_score or 0.0)
-            except MissingEntry:
-                continue
-            notebook = os.path.splitext(assignment.notebook)[0]
-            checks = {part.check_cell: part.id for part in assignment.parts}
-            grades = _each_student(gb, Grade, assignment.id, notebook, [*assignment.written, *checks], student)
-            comments = _each_student(gb, Comment, assignment.id, notebook, list(assignment.written), student)
-            for who, (score, penalty, needs_manual, _) in totals(gb, assignment.id, student).items():
-                written: dict[str, dict] = {}
-                for cell, points in assignment.written.items():
-                    grade = grades.get((who, cell))
-                    if grade is None:
-                        written[cell] = {"score": 0.0, "max_score": float(points), "graded": False}
-                        continue
-                    # formgrader saves a score and clears the flag; a flag beside a score is a hand
-                    # grade whose answer changed since (autograder/nbgrader/handgrades.py): to confirm
-                    stale = grade.manual_score is not None and grade.needs_manual_grade
-                    # the TA's comment in formgrader, which the student should get with the score
-                    comment = comments.get((who, cell))
-                    written[cell] = {"score": float(grade.score or 0.0), "max_score": float(grade.max_score),
-                                     "graded": not grade.needs_manual_grade, "stale": bool(stale),
-                                     "comment": (comment and comment.manual_comment) or ""}
-                overrides = {}      # a part's score an instructor set by hand in formgrader
-                to_confirm = []     # ... whose autograded score has changed since
-                for cell, part in checks.items():
-                    grade = grades.get((who, cell))
-                    if grade is not None and grade.manual_score is not None:
-                        overrides[part] = float(grade.manual_score)
-                        if grade.needs_manual_grade:
-                            to_confirm.append(part)
-                found[who, assignment.id] = {
-                    "score": score, "max_score": max_score, "penalty": penalty,
-                    "needs_manual_grade": needs_manual, "written": written,
-                    "overrides": overrides, "overrides_to_confirm": to_confirm}
-    return found
-
-
-class Totals(NamedTuple):
-    """A hand-in's totals as nbgrader's SubmittedAssignment columns define them."""
-    score: float
-    penalty: float
-    needs_manual_grade: bool
-    timestamp: Any
-
-
-def totals(gb: Gradebook, assignment: str, student: str | None = None) -> dict[str, Totals]:
-    """``{student: Totals}`` of each hand-in of ``assignment`` (``student``'s alone when given), in two
-    grouped queries: nbgrader's own columns are deferred, a correlated query per hand-in on first
-    reading, which SQLite answers in time quadratic in the class (52 s for 5,000 hand-ins)."""
-    mine = [api.Assignment.name == assignment, *([SubmittedAssignment.student_id == student] if student else [])]
-
-    def per_hand_in(*columns: Any, grades: bool = False) -> Any:
-        query = (gb.db.query(SubmittedAssignment.student_id, *columns)
-                 .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
-                 .outerjoin(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id))
-        if grades:
-            query = query.outerjoin(Grade, Grade.notebook_id == SubmittedNotebook.id)
-        return query.filter(*mine).group_by(SubmittedAssignment.id, SubmittedAssignment.student_id)
-    penalties = dict(per_hand_in(func.coalesce(func.sum(SubmittedNotebook.late_submission_penalty), 0.0)))
-    graded = per_hand_in(func.coalesce(func.sum(Grade.score), 0.0), func.max(case((Grade.needs_manual_grade, 1), else_=0)),
-                         func.max(SubmittedAssignment.timestamp), grades=True)
-    return {who: Totals(float(score or 0.0), float(penalties.get(who) or 0.0), bool(needs), when)
-            for who, score, needs, when in graded}
-
-
-def _each_student(gb: Gradebook, model: Any, assignment: str, notebook: str, cells: list[str],
-                  student: str | None = None) -> dict:
-    """``{(student, cell): row}``: the gradebook's ``model`` rows (Grade or Comment) of ``cells`` in
-    every hand-in of ``notebook`` (``student``'s alone when given), in one query where ``find_grade``
-    and ``find_comment`` make one each (and a grade's deferred ``max_score`` one more)."""
-    rows = (gb.db.query(model, BaseCell.name, SubmittedAssignment.student_id)
-            .join(BaseCell, BaseCell.id == model.cell_id)
-            .join(SubmittedNotebook, SubmittedNotebook.id == model.notebook_id)
-            .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
-            .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
-            .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
-            .filter(api.Assignment.name == assignment, Notebook.name == notebook, BaseCell.name.in_(cells),
-                    *([SubmittedAssignment.student_id == student] if student else [])))
-    if model is Grade:
-        rows = rows.options(undefer(Grade.max_score))
-    return {(who, cell): row for row, cell, who in rows}
 
 
 def gradebook_left_behind(course: Course, out: str) -> str | None:
@@ -149,9 +48,10 @@ def release_mismatch(course: Course, out: str) -> str | None:
         for assignment in course.assignments:
             name = os.path.splitext(assignment.notebook)[0]
             try:
-                if not gb.assignment_submissions(assignment.id):
-                    continue
                 known = gb.find_notebook(name, assignment.id)
+                if gb.db.query(SubmittedAssignment.id).filter(    # one row looked at, not every hand-in read
+                        SubmittedAssignment.assignment_id == known.assignment_id).first() is None:
+                    continue
             except MissingEntry:
                 continue
             cells = {c.name for c in known.grade_cells} | {c.name for c in known.solution_cells}
@@ -217,30 +117,48 @@ def set_due(course: Course, entry: Any, submission: Any) -> None:
 def write_late(course: Course, out: str, records: Iterable[Submission]) -> None:
     """Put course.yaml's due dates, each student's extension, each hand-in's time and the late
     penalty of its record (:mod:`autograder.course.late`) in the gradebook, so nbgrader's export and
-    formgrader show what every export of the course shows."""
+    formgrader show what every export of the course shows: read in two statements an assignment,
+    and only the rows whose values change are written (what :func:`set_due` sets, row by row)."""
+    from sqlalchemy import and_, bindparam, select, update
     by_key = {r.key: r for r in records}
+    entries, hand_ins, notebooks = api.Assignment.__table__, SubmittedAssignment.__table__, SubmittedNotebook.__table__
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        db = gb.db
         for assignment in course.assignments:
-            try:
-                entry = gb.find_assignment(assignment.id)
-            except MissingEntry:
+            entry = db.execute(select(entries.c.id, entries.c.duedate).where(entries.c.name == assignment.id)).first()
+            if entry is None:
                 continue
-            entry.duedate = assignment.due
-            notebook = os.path.splitext(assignment.notebook)[0]
-            notebooks = dict(gb.db.query(SubmittedAssignment.student_id, SubmittedNotebook)   # one query, not one a hand-in
-                             .join(SubmittedNotebook, SubmittedNotebook.assignment_id == SubmittedAssignment.id)
-                             .join(Notebook, Notebook.id == SubmittedNotebook.notebook_id)
-                             .filter(SubmittedAssignment.assignment_id == entry.id, Notebook.name == notebook))
-            for sub in gb.db.query(SubmittedAssignment).filter(SubmittedAssignment.assignment_id == entry.id):
-                set_due(course, entry, sub)
-                record = by_key.get((sub.student_id, assignment.id))
-                if record is None:
-                    continue
-                if record.submitted_at:
-                    sub.timestamp = late.parse_time(record.submitted_at)
-                if sub.student_id in notebooks:
-                    notebooks[sub.student_id].late_submission_penalty = record.late_points or None
-        gb.db.commit()
+            if entry.duedate != assignment.due:
+                db.execute(update(entries).where(entries.c.id == entry.id).values(duedate=assignment.due))
+            notebook = db.execute(select(Notebook.__table__.c.id).where(
+                Notebook.__table__.c.assignment_id == entry.id,
+                Notebook.__table__.c.name == os.path.splitext(assignment.notebook)[0])).scalar()
+            rows = db.execute(select(hand_ins.c.id, hand_ins.c.student_id, hand_ins.c.timestamp, hand_ins.c.extension,
+                                     notebooks.c.id, notebooks.c.late_submission_penalty).select_from(hand_ins.outerjoin(
+                notebooks, and_(notebooks.c.assignment_id == hand_ins.c.id, notebooks.c.notebook_id == notebook)))
+                .where(hand_ins.c.assignment_id == entry.id)).all()
+            times, penalties = [], []
+            for sub_id, student, timestamp, extension, nb_id, penalty in rows:
+                deadline, source = late.due(course, student, assignment.id)
+                extended = deadline - assignment.due if source == "extension" and assignment.due and deadline else None
+                record = by_key.get((student, assignment.id))
+                when = late.parse_time(record.submitted_at) if record is not None and record.submitted_at else timestamp
+                if extended != extension or _naive(when) != _naive(timestamp):
+                    times.append({"row": sub_id, "when": when, "extended": extended})
+                if record is not None and nb_id is not None and (record.late_points or None) != penalty:
+                    penalties.append({"row": nb_id, "penalty": record.late_points or None})
+            if times:
+                db.execute(update(hand_ins).where(hand_ins.c.id == bindparam("row")).values(
+                    timestamp=bindparam("when"), extension=bindparam("extended")), times)
+            if penalties:
+                db.execute(update(notebooks).where(notebooks.c.id == bindparam("row")).values(
+                    late_submission_penalty=bindparam("penalty")), penalties)
+        db.commit()
+
+
+def _naive(when: Any) -> Any:
+    """A time as the gradebook keeps it: UTC, without a time zone."""
+    return when.astimezone(datetime.timezone.utc).replace(tzinfo=None) if when is not None and when.tzinfo else when
 
 
 def set_manual_grade(course: Course, out: str, student: str, assignment_id: str, cell: str, score: float,

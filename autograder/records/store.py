@@ -21,6 +21,7 @@ from typing import IO, Any
 from autograder.records.results import Submission
 
 JOURNAL = ".batch.json"     # a dot name: no student id can be it
+SUMMARIES = ".summaries.json"   # every record without its checks, for `course status`
 
 
 @contextlib.contextmanager
@@ -106,6 +107,74 @@ def load_results(out: str) -> list[Submission]:
     """The latest result of every submission graded into ``out``."""
     paths = sorted(glob.glob(os.path.join(out, "results", "*", "*.json")))
     return [r for r in map(_load, paths) if r is not None]
+
+
+def version(path: str) -> list[int] | None:
+    """A file's version: device, inode, size, modification and change times (a write changes the
+    last two, and nothing sets the change time back), or None when there is no file."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def kept(out: str, name: str) -> dict[str, Any]:
+    """The cache ``results/<name>`` of ``out`` ({} when there is none or it cannot be read)."""
+    try:
+        with open(os.path.join(out, "results", name), encoding="utf-8") as fh:
+            found = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def keep(out: str, name: str, data: dict[str, Any]) -> None:
+    """Write the cache ``results/<name>``; a folder that cannot take it keeps none."""
+    with contextlib.suppress(OSError):
+        with replacing(os.path.join(out, "results", name), encoding="utf-8") as fh:
+            fh.write(json.dumps(data, separators=(",", ":")))     # the C encoder: json.dump is not it
+
+
+def _summary(record: Submission) -> dict:
+    data = record.to_json()
+    for part in data["parts"]:
+        part["checks"] = []
+    return data
+
+
+def load_summaries(out: str) -> list[Submission]:
+    """The latest result of every submission graded into ``out``, each without its checks (what
+    `course status` reads): each results file read again only when its version changed since the
+    last time it was read or exported (``results/.summaries.json``), the others read from there."""
+    before, now, found = kept(out, SUMMARIES), {}, []
+    start = len(os.path.join(out, ""))      # each path below is out's own: its name is the rest (no relpath)
+    for path in sorted(glob.glob(os.path.join(out, "results", "*", "*.json"))):
+        name, seen = path[start:], version(path)
+        entry = before.get(name)
+        if entry is None or entry[0] != seen:
+            record = _load(path)
+            if record is None:
+                continue
+            entry = [seen, _summary(record)]
+        now[name] = entry
+        found.append(Submission.from_json(entry[1]))
+    if now != before:
+        keep(out, SUMMARIES, now)
+    return found
+
+
+def keep_summaries(out: str, records: list[Submission]) -> None:
+    """Keep ``records``, every current one of ``out`` as its results files hold them (an export's),
+    for :func:`load_summaries` (one whose file is as kept already is not summarised again)."""
+    before, now, start = kept(out, SUMMARIES), {}, len(os.path.join(out, ""))
+    for record in records:
+        path = result_path(out, record.student, record.assignment)
+        name, seen = path[start:], version(path)
+        entry = before.get(name)
+        now[name] = entry if entry is not None and entry[0] == seen else [seen, _summary(record)]
+    if now != before:
+        keep(out, SUMMARIES, now)
 
 
 def _write_journal(out: str, data: dict[str, Any]) -> None:

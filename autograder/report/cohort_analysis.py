@@ -9,6 +9,10 @@ submitted notebooks themselves, the code of each that grading runs (autograder/r
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import itertools
+import json
+import multiprocessing
 import os
 import statistics
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -33,6 +37,7 @@ if TYPE_CHECKING:
 CSV = "cohort_report.csv"
 COLUMNS = ("section", "assignment", "part", "item", "students", "share", "value", "detail")
 NOT_GRADED = ("error", "timeout", "missing", GRADER_ERROR)
+READ_APART = 200         # notebooks to fingerprint from which each core takes a share
 BINS = 8                # histogram bars per part: eighths of its points
 TOP_CHECKS = 15
 
@@ -89,25 +94,58 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
     says why), one the comparison cannot read says so. A hand-in graded from another folder than
     ``submitted`` (a late one graded from its own) is read from ``staged``, the copy the grading
     folder keeps for nbgrader. Each notebook ``cache`` has read before is not read again."""
-    read = reader(spec, release)
-    docs = []
+    found: list[similarity.Document | str | None] = []
+    pending: list[tuple[int, tuple, bytes]] = []        # (index in found, key, notebook) to fingerprint
     for student in students:
         key = (student, spec.id)
-        path = os.path.join(submitted, student, spec.id, spec.notebook)
-        if staged and not os.path.lexists(os.path.join(submitted, student, spec.id)):
-            path = os.path.join(staged, student, spec.id, spec.notebook)
-        try:
-            raw = handin.read_submission(path)
-        except (NotebookError, OSError):
-            continue
-        found = cache.get(raw, key) if cache else None
-        if found is None:
-            found = _document(read, key, raw, release)
+        path = _path(spec, student, submitted, staged)
+        doc = cache.known(path, key) if cache else None      # a notebook unchanged since: not read
+        if doc is None:
+            try:
+                raw = handin.read_submission(path)
+            except (NotebookError, OSError):
+                if cache:
+                    cache.seen(path, None)
+                continue
             if cache:
-                cache.put(raw, found)
-        if isinstance(found, similarity.Document):
-            docs.append(found)
-    return docs
+                cache.seen(path, raw)
+            doc = cache.get(raw, key) if cache else None
+            if doc is None:
+                pending.append((len(found), key, raw))
+        found.append(doc)
+    for (i, _, raw), doc in zip(pending, _read(spec, release, [(key, raw) for _, key, raw in pending])):
+        found[i] = doc
+        if cache:
+            cache.put(raw, doc)
+    if cache:
+        cache.save()
+    return [doc for doc in found if isinstance(doc, similarity.Document)]
+
+
+def _read(spec: Assignment, release: dict, notebooks: list[tuple[tuple, bytes]]) -> list[similarity.Document | str]:
+    """The Document (or LEFT_OUT) of each (key, notebook) of ``notebooks``, in order; a process per
+    core reads them when there are ``READ_APART`` or more (a term's are thousands, 20 ms each)."""
+    jobs = min(os.cpu_count() or 1, len(notebooks) // READ_APART + 1)
+    if jobs < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return _read_here(spec, release, notebooks)
+    size = -(-len(notebooks) // (4 * jobs))     # a few parts a process: one slow part does not hold the rest
+    parts = [notebooks[i:i + size] for i in range(0, len(notebooks), size)]
+    with cf.ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+        return [doc for part in pool.map(_read_here, itertools.repeat(spec), itertools.repeat(release), parts)
+                for doc in part]
+
+
+def _read_here(spec: Assignment, release: dict, notebooks: list[tuple[tuple, bytes]]) -> list[similarity.Document | str]:
+    """:func:`_read` in this process."""
+    read = reader(spec, release)
+    return [_document(read, key, raw, release) for key, raw in notebooks]
+
+
+def _path(spec: Assignment, student: str, submitted: str, staged: str | None) -> str:
+    """Where the student's notebook of ``spec`` is read: ``submitted``, else the copy ``staged``."""
+    if staged and not os.path.lexists(os.path.join(submitted, student, spec.id)):
+        return os.path.join(staged, student, spec.id, spec.notebook)
+    return os.path.join(submitted, student, spec.id, spec.notebook)
 
 
 def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similarity.Document | str:
@@ -123,17 +161,33 @@ def _document(read: Callable, key: tuple, raw: bytes, release: dict) -> similari
         return similarity.Document(key, unread=f"the comparison could not read it ({type(exc).__name__})")
 
 
-def known_documents(course: Course, spec: Assignment, release: dict) -> list[similarity.Document]:
+def known_documents(course: Course, spec: Assignment, release: dict, cache: Cache | None = None) -> list[similarity.Document]:
     """similarity.Documents of the known ways to write assignment ``spec``: the reference
     solution and every entry of the catalogue in parts/<part>/mistakes.py, correct variants and realistic
-    mistakes alike (their fingerprints are common, never evidence)."""
+    mistakes alike (their fingerprints are common, never evidence); each kept in ``cache`` as a
+    hand-in's is, by its text, and not made again while the files they are made from are unchanged."""
+    made_from = [course.source(spec, spec.notebook), cohort.__file__,
+                 *(os.path.join(course.root, "parts", part.id, "mistakes.py") for part in spec.parts)]
+    kept = cache.known_ways(made_from, spec.id) if cache else None
+    if kept is not None:
+        return kept
     ways = [cohort.solved(course, spec)]
     for part in spec.parts:
         mistakes, correct = cohort.catalogue(course, part.id)
         ways += [cohort.solved(course, spec, entry["cells"]) for entry in mistakes.values()]
         ways += [cohort.solved(course, spec, variant) for variant in correct.values()]
-    read = reader(spec, release, every=True)
-    return [read(("known", spec.id), nb) for nb in ways]
+    read, docs, raws = reader(spec, release, every=True), [], []
+    for nb in ways:
+        raws.append(b"known\0" + json.dumps(nb, sort_keys=True).encode())   # never a hand-in's bytes: every k-gram
+        found = cache.get(raws[-1], ("known", spec.id)) if cache else None
+        if not isinstance(found, similarity.Document):
+            found = read(("known", spec.id), nb)
+            if cache:
+                cache.put(raws[-1], found)
+        docs.append(found)
+    if cache:
+        cache.keep_ways(made_from, raws)
+    return docs
 
 
 def similar_groups(course: Course, spec: Assignment, students: Iterable[str], submitted: str,
@@ -142,9 +196,20 @@ def similar_groups(course: Course, spec: Assignment, students: Iterable[str], su
     Documents kept in the grading folder ``out`` (:mod:`similarity_cache`) when given."""
     release = read_notebook(course.release(spec, spec.notebook))
     cells = [cell for part in spec.parts for cell in part.cells]
-    docs = submitted_documents(spec, students, submitted, release, Cache(out, spec.id, release, cells) if out else None,
-                               os.path.join(out, "submitted") if out else None)
-    pairs = similarity.compare(docs, course.similarity_threshold, known_documents(course, spec, release))
+    cache = Cache(out, spec.id, release, cells) if out else None
+    staged = os.path.join(out, "submitted") if out else None
+    known = known_documents(course, spec, release, cache)
+    students = list(students)
+    if cache:       # nothing compared changed since the last time: its pairs, their Documents alone read
+        kept = cache.compared({s: _path(spec, s, submitted, staged) for s in students}, known,
+                              course.similarity_threshold)
+        if kept is not None:
+            return similarity.groups(kept[0]), kept[1]
+    docs = submitted_documents(spec, students, submitted, release, cache, staged)
+    pairs = similarity.compare(docs, course.similarity_threshold, known)
+    if cache:
+        cache.keep_compared({s: _path(spec, s, submitted, staged) for s in students}, known,
+                            course.similarity_threshold, pairs, docs)
     return similarity.groups(pairs), docs
 
 
@@ -161,7 +226,7 @@ def group_row(assignment: str, group: similarity.Group) -> dict:
 def analyse(course: Course, records: Collection[Submission], submitted: str | None = None,
             gradebook: Mapping | None = None, out: str | None = None) -> Report:
     """The Report of a cohort's records (of the course's assignments); ``submitted`` (their
-    notebooks) adds similarity flags, ``gradebook`` (:func:`autograder.nbgrader.gradebook.scores`)
+    notebooks) adds similarity flags, ``gradebook`` (:func:`autograder.nbgrader.gradebook_rows.scores`)
     the parts' scores set by hand, which the histograms count as the exports do; ``out``, the
     grading folder, keeps each hand-in's fingerprints for the next time."""
     gradebook = gradebook or {}

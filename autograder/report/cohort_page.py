@@ -125,5 +125,7 @@ EXPORT = Export("report", (
                "(`section,assignment,part,item,students,share,value,detail`)"),
     Output("", "results/.similarity/<assignment>/<hash>.json", "",
                "each hand-in's code as the similarity flags compare it, read once (named by the notebook's, the "
-               "release's and the reading code's hashes); safe to delete"),
+               "release's and the reading code's hashes), the known ways' too; beside them `.files.json`, the "
+               "version of each notebook file read (not read again while unchanged), and `.compared.json`, "
+               "the pairs the last comparison flagged (compared again only when a notebook changed); safe to delete"),
 ), lambda i: write(i.course, i.out, i.records, gradebook=i.gradebook), order=70)

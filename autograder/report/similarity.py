@@ -146,22 +146,27 @@ def _readable(statement, bound):
     stack = [(statement, 0)]
     while stack:
         node, depth = stack.pop()
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        kind = type(node)     # what ast.parse makes: never a subclass
+        if kind is ast.Name and isinstance(node.ctx, (ast.Store, ast.Del)):
             bound.add(node.id)
-        elif isinstance(node, ast.arg):
+        elif kind is ast.arg:
             bound.add(node.arg)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        elif kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
             bound.add(node.name)
-        elif isinstance(node, ast.alias):
+        elif kind is ast.alias:
             bound.add((node.asname or node.name).split(".")[0])
-        elif isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        elif kind is ast.Constant and isinstance(node.value, (str, bytes)):
             node.value = node.value[:SHOWN_STRING]
-        for name, value in ast.iter_fields(node):
-            children = value if isinstance(value, list) else [value]
+        for name in node._fields:
+            value = getattr(node, name, None)
+            children = value if type(value) is list else [value] if isinstance(value, ast.AST) else []
+            if depth < MAX_DEPTH:
+                stack += [(child, depth + 1) for child in children if isinstance(child, ast.AST)]
+                continue
             for i, child in enumerate(children):
                 if not isinstance(child, ast.AST):
                     continue
-                if depth >= MAX_DEPTH and isinstance(child, ast.expr) and not isinstance(node, _CUT):
+                if isinstance(child, ast.expr) and not isinstance(node, _CUT):
                     child = ast.Constant(...)
                     if value is children:
                         children[i] = child
@@ -184,11 +189,11 @@ def _normalised(text, bound, given):
     stay. Tokens on a line of ``given`` code (the stub's) are left out, and so are dedents,
     which sit on the line of whatever follows."""
     out, previous = [], None
-    lines = text.splitlines()
+    stub = {n for n, line in enumerate(text.splitlines(), 1) if line.strip() in given}
     for tok in tokenize.generate_tokens(io.StringIO(text).readline):
         if tok.type in (tokenize.NL, tokenize.ENDMARKER, token.DEDENT):
             continue
-        if tok.start[0] <= len(lines) and lines[tok.start[0] - 1].strip() in given:
+        if tok.start[0] in stub:
             previous = tok.string
             continue
         if tok.type == token.NAME and tok.string in bound and previous != ".":
@@ -223,7 +228,7 @@ def winnow(hashes: list[int]) -> dict[int, int]:
     for start in range(max(len(hashes) - WINDOW + 1, 1 if hashes else 0)):
         window = hashes[start:start + WINDOW]
         low = min(window)
-        pos = start + max(i for i, h in enumerate(window) if h == low)
+        pos = start + len(window) - 1 - window[::-1].index(low)
         if pos != last:
             kept.setdefault(low, pos)
             last = pos
@@ -261,9 +266,9 @@ def document(key: tuple, cells: dict[str, str], given: frozenset[str] = frozense
         lines = 0
         for text in statements:
             tokens = [(word, lines + n) for word, n in _normalised(text, bound, given)]
-            for n, line in enumerate(text.splitlines(), lines + 1):
+            for n, line in enumerate(split := text.splitlines(), lines + 1):
                 doc.lines[cell, n] = line
-            lines += len(text.splitlines())
+            lines += len(split)
             if tokens:
                 units.setdefault(" ".join(word for word, _ in tokens), (cell, tokens))
     hashes: list[int] = []
