@@ -130,14 +130,6 @@ def hashes(out: str, paths: list[str]) -> dict[str, str]:
     return {path: sha for path, (_, sha) in now.items()}
 
 
-def _current(record: Submission | None, sha256: str | None, grader: str, suites: dict[str, dict[str, str]]) -> bool:
-    """Whether ``record`` is a finished grading of the notebook whose sha256 is ``sha256`` by today's
-    grader and suites (``suites``: each assignment's, worked out once): what
-    :func:`versions.stale` finds, without its checks of the suites' files for every hand-in."""
-    return (record is not None and sha256 is not None and not record.grader_error and record.sha256 == sha256
-            and record.grader == grader and record.suites == suites.get(record.assignment))
-
-
 def status(course: Course, out: str, submitted: str | None = None) -> str:
     """Hand-ins not graded yet, late ones, written answers not graded, hand grades whose answer
     changed since, grader errors, similarity flags and the totals the next export would change."""
@@ -153,8 +145,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     known = hashes(out, [t.path for t in tasks if t.key in by_key])
     suites = {a.id: versions.suite_versions(course, a.id) for a in course.assignments}
     ungraded = [f"  {t.student}/{t.assignment}: {why}" for t in tasks
-                if not _current(by_key.get(t.key), known.get(t.path), grader, suites)
-                and (why := versions.stale(course, by_key.get(t.key), t.path, grader, known.get(t.path)))]
+                if (why := versions.stale(course, by_key.get(t.key), t.path, grader, known.get(t.path), suites))]
     try:
         scores = gradebook_rows.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
