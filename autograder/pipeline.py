@@ -23,6 +23,7 @@ cannot be written) adds a line to ``batch.warnings`` and the next stage still ru
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import contextlib
 import functools
 import os
@@ -93,14 +94,20 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     if cluster:
         from autograder.grade import cluster as dask_cluster
         executor = dask_cluster.connect(course, cluster)
-    try:
-        with _scratch(), timed(timings, "grading"):
-            batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
-                                      force=force, submitted=submitted, refused=refused, executor=executor,
-                                      forced_since=forced_since)
-    finally:
-        if executor:
-            executor.close()
+    kept: dict = {}
+    with cf.ThreadPoolExecutor(1) as ahead:
+        # while students' code runs, the term's records are read: after one student's regrade the
+        # exports read only what the batch wrote. The thread imports nothing and leaves Python's
+        # collector on, so the grading processes forked beside it inherit neither a held lock nor it off.
+        ahead.submit(_read_ahead, out, kept)
+        try:
+            with _scratch(), timed(timings, "grading"):
+                batch = grading.grade_all(course, submissions, out, jobs, progress=progress,   # 2, 3
+                                          force=force, submitted=submitted, refused=refused, executor=executor,
+                                          forced_since=forced_since)
+        finally:
+            if executor:
+                executor.close()
     if batch.interrupted:
         return batch
     unfinished = os.path.exists(os.path.join(out, "results", UNFINISHED))
@@ -110,9 +117,15 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     status.hashes(out, [task.path for task in submissions])     # `course status` need not read them again
     with timed(timings, "gradebook"):
         batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
-    batch.warnings += export(course, out, store.load_results(out), timings, batch.notes)   # 5, 6
+    batch.warnings += export(course, out, store.load_results(out, kept), timings, batch.notes)   # 5, 6
     os.remove(os.path.join(out, "results", UNFINISHED))
     return batch
+
+
+def _read_ahead(out: str, kept: dict) -> None:
+    """Fill ``kept`` with the records of ``out`` as they are now."""
+    with contextlib.suppress(Exception):    # a head start only: the exports read what is missing
+        store.load_results(out, kept, collector_off=False)
 
 
 @contextlib.contextmanager

@@ -306,7 +306,8 @@ def measure_similarity(folder):
 
 
 def measure_gradebook(folder):
-    """``NEW_HAND_INS`` new hand-ins (new students) into the gradebook, as ``course grade`` does."""
+    """``NEW_HAND_INS`` new hand-ins (new students) into the gradebook, as ``course grade`` does; nbgrader
+    already loaded, as it is once for a whole batch."""
     from autograder import pipeline
     from autograder.grade import discovery, grading
     course = config.load(os.path.join(folder, "course", "course.yaml"))
@@ -324,6 +325,7 @@ def measure_gradebook(folder):
     tasks = [t for t in discovery.find_submissions(course, submitted) if t.student in students]
     records = [store.read_result(out, t.student, t.assignment) for t in tasks]
     batch = grading.Batch(records=records, graded=list(records))
+    from autograder.nbgrader import apps  # noqa: F401 - loaded once a command (about 1 s), not once a hand-in
     timings = {}
     with pipeline.timed(timings, "gradebook"):
         warnings = pipeline.to_gradebook(course, submitted, out, tasks, batch)

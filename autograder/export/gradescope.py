@@ -9,13 +9,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from autograder.course import late
+from autograder.export import made_from
+from autograder.export.outputs import Export, Output
+from autograder.export.totals import scored
+from autograder.records import store
 
 if TYPE_CHECKING:
     from autograder.course.config import Course
     from autograder.records.results import PartResult, Submission
 
-from autograder.export.outputs import Export, Output
-from autograder.export.totals import scored
 
 def part_output(part: PartResult) -> str:
     """A part's reason, then one line per check (and its message when it failed)."""
@@ -87,26 +89,41 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
                            "suites": record.suites}}
 
 
-def write_gradescope(out: str, course: Course, records: Iterable[Submission], gradebook: Mapping | None = None) -> str:
-    """gradescope/<student>/<assignment>/results.json for each record; a file that would not change is
-    not written again (reading it is a fraction of writing it, and its time says when it last changed)."""
+# what makes a results.json, below autograder/: this file, the scores it sums, the late rule's
+# words and the record it reads
+_MADE_BY = ("export/gradescope.py", "export/totals.py", "course/late.py", "records/results.py", "export/made_from.py")
+
+
+def write_gradescope(out: str, course: Course, records: Iterable[Submission], gradebook: Mapping | None = None,
+                     on_disk: bool = False) -> str:
+    """gradescope/<student>/<assignment>/results.json for each record; one whose record, gradebook
+    entry and making code are what it was made from is left as it is (``gradescope/.made_from.json``),
+    so an export after one student's regrade writes that student's files alone. ``on_disk``: each
+    record is as its results file holds it."""
     folder = os.path.join(out, "gradescope")
+    kept = made_from.Kept(folder, made_from.made_by(_MADE_BY, course))
     for record in records:
         nbgrader = (gradebook or {}).get((record.student, record.assignment), {})
         path = os.path.join(folder, record.student, record.assignment, "results.json")
+        if not kept.stale(out, record, nbgrader, path, on_disk):
+            continue
         text = json.dumps(gradescope(record, course, nbgrader.get("written"), nbgrader.get("overrides")), indent=1)
         try:
             with open(path, encoding="utf-8") as fh:
-                if fh.read() == text:
+                if fh.read() == text:       # unchanged: its time still says when it last changed
                     continue
         except OSError:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as fh:
+        with store.replacing(path, encoding="utf-8") as fh:
             fh.write(text)
+    kept.save()
     return folder
 
 
 EXPORT = Export("gradescope", (
     Output("gradescope", "gradescope/<student>/<assignment>/results.json", "",
                "the Gradescope autograder format: one test per graded part and per hand-graded answer"),
-), lambda i: write_gradescope(i.out, i.course, i.records, i.gradebook), order=30)
+    Output("", f"gradescope/{made_from.NAME}", "",
+               "what each results.json was made from, as a hash: an export writes again only those whose record, "
+               "hand grades or making code changed; safe to delete (every file is then written again)"),
+), lambda i: write_gradescope(i.out, i.course, i.records, i.gradebook, on_disk=True), order=30)

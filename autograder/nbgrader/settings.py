@@ -61,6 +61,9 @@ def settings(course: Course, out: str | None = None) -> Config:
     # reach nbgrader as markdown (staging.as_released), and formgrader's and the feedback pages show
     # no raw cell at all (one of a notebook autograded before that, too)
     c.HTMLExporter.raw_mimetypes = []
+    # nbconvert checks a notebook against nbformat's schema once, after the last preprocessor, not
+    # after each of them (five a pass at autograde, two passes a hand-in): the same check, a fifth of its cost
+    c.Exporter.optimistic_validation = True
     # nbgrader's sanitising, with deleted test cells restored (RestoreCells) and the students'
     # markdown made safe for formgrader, which renders it unsanitised
     c.Autograde.sanitize_preprocessors = [

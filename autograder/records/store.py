@@ -11,6 +11,7 @@ never sees half a file and an interrupted batch leaves every finished result who
 import contextlib
 import dataclasses
 import datetime
+import gc
 import glob
 import hashlib
 import json
@@ -103,10 +104,36 @@ def write_result(out: str, record: Submission, keep_replaced: bool = True) -> No
     _dump(path, record)
 
 
-def load_results(out: str) -> list[Submission]:
-    """The latest result of every submission graded into ``out``."""
+def load_results(out: str, kept: dict[str, tuple[list[int] | None, Submission]] | None = None,
+                 collector_off: bool = True) -> list[Submission]:
+    """The latest result of every submission graded into ``out``. ``kept`` ({path: (its file's
+    version, record)}) holds records read before, each not read again while its file is unchanged,
+    and takes every one read now (``course grade`` reads a term's while students' code runs, then
+    only the files the batch wrote). Python's collector is off while they are read (unless not
+    ``collector_off``: a thread beside processes being forked must not turn it off for them):
+    records hold no cycles, and every pass of it over a term's thousands of new objects made the
+    reading grow faster than the term."""
     paths = sorted(glob.glob(os.path.join(out, "results", "*", "*.json")))
-    return [r for r in map(_load, paths) if r is not None]
+    enabled = gc.isenabled()
+    if collector_off:
+        gc.disable()
+    try:
+        if kept is None:
+            return [r for r in map(_load, paths) if r is not None]
+        found = []
+        for path in paths:
+            seen = version(path)        # before the read: a file replaced meanwhile is read again next time
+            entry = kept.get(path)
+            if entry is None or seen is None or entry[0] != seen:
+                record = _load(path)
+                if record is None:
+                    continue
+                kept[path] = entry = (seen, record)
+            found.append(entry[1])
+        return found
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def version(path: str) -> list[int] | None:

@@ -102,7 +102,7 @@ def submitted_documents(spec: Assignment, students: Iterable[str], submitted: st
         doc = cache.known(path, key) if cache else None      # a notebook unchanged since: not read
         if doc is None:
             try:
-                raw = handin.read_submission(path)
+                raw = cache.read(path) if cache else handin.read_submission(path)
             except (NotebookError, OSError):
                 if cache:
                     cache.seen(path, None)

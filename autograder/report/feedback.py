@@ -8,16 +8,14 @@ through it, because neither is in a record. The markup is ``templates/feedback.h
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
+from autograder.export import made_from
 from autograder.export.outputs import Export, Output
 from autograder.course import late
 from autograder.export.totals import scored
-from autograder.grade import versions
 from autograder.records import store
 from autograder.report import pages
 
@@ -93,42 +91,12 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
                         parts=[_part(p, titles.get(p.part, ""), overrides) for p in record.parts])
 
 
-PAGES = ".made_from.json"      # in reports/: what each page was made from (a dot name: no student id)
 # what draws a page, below autograder/: its code, its templates and stylesheet, the written
 # answers' reading and sanitising, the record it reads and the late rule's words
 _DRAWN_BY = tuple(os.path.join(*p) for p in (
     ("report", "feedback.py"), ("report", "pages.py"), ("export", "totals.py"), ("report", "templates", "*"),
     ("nbgrader", "answers.py"), ("nbgrader", "preprocessors", "sanitizemarkdown.py"), ("records", "results.py"),
-    ("course", "late.py")))
-
-
-def _drawn_by(course: Course | None) -> str:
-    """A hash of course.yaml and of the code, templates and stylesheet that draw a page."""
-    files = sorted(versions.matching(versions.GRADER_ROOT, _DRAWN_BY))
-    return versions.file_hash(*files, *([course.path] if course is not None else []))
-
-
-def _file(path: str) -> list[int] | None:
-    """A file's version: its inode, size and time (each write of the course's files is a new inode)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return [info.st_ino, info.st_size, info.st_mtime_ns]
-
-
-def _made_from(out: str, record: Submission, entry: Mapping, drawn_by: str, course: Course | None,
-               on_disk: bool) -> str:
-    """What a page shows, as a hash: its record (the version of its results file when the record
-    is as written there, ``on_disk``: far cheaper than its content), its gradebook entry, the
-    autograded notebook its written answers come from, and what draws it."""
-    written = _file(store.result_path(out, record.student, record.assignment)) if on_disk else None
-    seen = None
-    if course is not None:
-        notebook = course.assignment(record.assignment).notebook
-        seen = _file(os.path.join(out, "autograded", record.student, record.assignment, notebook))
-    made = json.dumps([written or record.to_json(), entry, seen, drawn_by], sort_keys=True, default=str)
-    return hashlib.sha256(made.encode()).hexdigest()
+    ("course", "late.py"), ("export", "made_from.py")))
 
 
 def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,
@@ -143,16 +111,14 @@ def write_feedback(out: str, records: Iterable[Submission], course: Course | Non
     ``on_disk``: each record is as its results file holds it."""
     folder = os.path.join(out, "reports")
     gradebook = gradebook or {}
-    try:
-        with open(os.path.join(folder, PAGES), encoding="utf-8") as fh:
-            before = json.load(fh)
-    except (OSError, ValueError):
-        before = {}
-    drawn_by, now, todo = _drawn_by(course), {}, []
+    kept, todo = made_from.Kept(folder, made_from.made_by(_DRAWN_BY, course)), []
     for record in records:
-        name = f"{record.student}/{record.assignment}"
-        now[name] = _made_from(out, record, gradebook.get(record.key, {}), drawn_by, course, on_disk)
-        if before.get(name) != now[name] or not os.path.exists(os.path.join(folder, f"{name}.html")):
+        notebook = None     # the autograded notebook its written answers come from
+        if course is not None:
+            notebook = made_from.file_version(os.path.join(out, "autograded", record.student, record.assignment,
+                                                           course.assignment(record.assignment).notebook))
+        page = os.path.join(folder, record.student, f"{record.assignment}.html")
+        if kept.stale(out, record, gradebook.get(record.key, {}), page, on_disk, notebook):
             todo.append(record)
     if add_answers and todo:
         add_answers([record.key for record in todo])
@@ -162,9 +128,7 @@ def write_feedback(out: str, records: Iterable[Submission], course: Course | Non
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with store.replacing(path, encoding="utf-8", errors="replace") as fh:
             fh.write(feedback_page(record, course, nbgrader.get("written"), nbgrader.get("overrides")))
-    os.makedirs(folder, exist_ok=True)
-    with store.replacing(os.path.join(folder, PAGES), encoding="utf-8") as fh:
-        json.dump(now, fh)
+    kept.save()
     return folder
 
 
@@ -172,7 +136,7 @@ EXPORT = Export("feedback", (
     Output("feedback", "reports/<student>/<assignment>.html", "",
                "one self-contained page per student and assignment: scores, what each failing check tested, "
                "the likely mistake, late penalty and hand grades; never hidden test source"),
-    Output("", "reports/.made_from.json", "",
+    Output("", f"reports/{made_from.NAME}", "",
                "what each feedback page was drawn from, as a hash: an export draws again only the pages whose "
                "record, hand grades or drawing code changed; safe to delete (every page is then drawn again)"),
 ), lambda i: write_feedback(i.out, i.records, i.course, i.gradebook, i.add_answers, on_disk=True), order=60)

@@ -17,7 +17,7 @@ import hashlib
 import json
 import os
 
-from autograder.grade import versions
+from autograder.grade import handin, versions
 from autograder.records import store
 from autograder.report import code_in_strings, similarity
 from selfcheck import program
@@ -50,6 +50,12 @@ class Cache:
         except (OSError, ValueError):
             self._files = {}
         self._seen: dict[str, list] = {}
+        self._read: dict[str, bytes] = {}     # files read to compare their bytes, which changed
+
+    def read(self, path: str) -> bytes:
+        """The notebook at ``path`` as grading reads it (:func:`handin.read_submission`), read once."""
+        raw = self._read.pop(path, None)
+        return raw if raw is not None else handin.read_submission(path)
 
     def known(self, path: str, key: tuple) -> similarity.Document | str | None:
         """The Document kept for the notebook file at ``path`` when that file has the version it had
@@ -101,11 +107,24 @@ class Cache:
         names = []
         for student, path in sorted(paths.items()):
             entry = self._files.get(path)
-            if not entry or entry[0] != store.version(path):
+            if not entry or entry[0] != store.version(path) and not self._same_bytes(path, entry):
                 return None
             names.append([student, entry[1]])
         made = json.dumps([names, [sorted(doc.prints) for doc in known], threshold])
         return hashlib.sha256(made.encode()).hexdigest()
+
+    def _same_bytes(self, path: str, entry: list) -> bool:
+        """Whether the file at ``path``, whose version changed (a regrade copies or re-permits a
+        hand-in), still holds the bytes its Document was read from; then its version is updated."""
+        try:
+            raw = handin.read_submission(path)
+        except (program.NotebookError, OSError):
+            return False
+        if entry[1] != self._name(raw):
+            self._read[path] = raw          # the comparison reads it next: not from the disk again
+            return False
+        entry[0] = store.version(path)
+        return True
 
     def compared(self, paths: dict[str, str], known: list[similarity.Document],
                  threshold: float) -> tuple[list[similarity.Pair], list[similarity.Document]] | None:
