@@ -327,9 +327,35 @@ def measure_gradebook(folder):
     batch = grading.Batch(records=records, graded=list(records))
     from autograder.nbgrader import apps  # noqa: F401 - loaded once a command (about 1 s), not once a hand-in
     timings = {}
-    with pipeline.timed(timings, "gradebook"):
+    with pipeline.timed(timings, "gradebook"), _timing_ours(timings):
         warnings = pipeline.to_gradebook(course, submitted, out, tasks, batch)
     return {"timings": timings, "warnings": warnings, "peak_mb": _peak_mb(), "hand_ins": len(tasks)}
+
+
+@contextlib.contextmanager
+def _timing_ours(timings):
+    """Time the course's own preprocessors inside nbgrader's autograde (``timings["ours"]``): the
+    rest of the gradebook stage is nbgrader's autograde itself, its floor."""
+    from autograder.nbgrader import preprocessors
+    timings["ours"] = 0.0
+    classes = [getattr(preprocessors, name) for name in preprocessors.__all__]
+    originals = {cls: cls.__dict__["preprocess"] for cls in classes if "preprocess" in cls.__dict__}
+
+    def timed(original):
+        def preprocess(self, nb, resources):
+            started = time.perf_counter()
+            try:
+                return original(self, nb, resources)
+            finally:
+                timings["ours"] += time.perf_counter() - started
+        return preprocess
+    for cls, original in originals.items():
+        cls.preprocess = timed(original)
+    try:
+        yield
+    finally:
+        for cls, original in originals.items():
+            cls.preprocess = original
 
 
 def measure_regrade(folder):
@@ -385,6 +411,8 @@ def measure_term(course, sample, kinds, work, n, db_url):
     seconds["  of which grading its notebooks"] = regrade["timings"].get("grading", 0.0)
     gradebook = _child("gradebook", folder)
     seconds["gradebook, per new hand-in"] = gradebook["timings"]["gradebook"] / gradebook["hand_ins"]
+    seconds["  of which nbgrader's autograde"] = (gradebook["timings"]["gradebook"]
+                                                  - gradebook["timings"]["ours"]) / gradebook["hand_ins"]
     steps = sorted(regrade["timings"].items(), key=lambda kv: -kv[1])[:6]
     print(f"  N={n}: the regrade's {regrade['wall']:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in steps), flush=True)
     for warning in exports["warnings"] + gradebook["warnings"] + regrade["warnings"]:
@@ -414,7 +442,7 @@ def report(label, sizes, results):
           + "".join(f"{'growth ' + str(i + 1):>10}" for i in range(len(sizes) - 1)) + f"{'s/hand-in':>11}")
     after = [s for s in stages if s not in ("course status", "course history <student>", "one-student regrade",
                                              "  of which grading its notebooks", "gradebook, per new hand-in",
-                                             "  of which similarity")]
+                                             "  of which nbgrader's autograde", "  of which similarity")]
     slow = []
     for stage in stages:
         values = [results[n][1][stage] for n in sizes]
@@ -439,6 +467,12 @@ def report(label, sizes, results):
     ]
     for name, value, target, met, unit in checks:
         print(f"    {name:<44} {value:>10.2f}{unit:<8} target {target:<10} {'met' if met else 'NOT MET'}")
+    floor = top["  of which nbgrader's autograde"]
+    if per_hand_in > PER_HAND_IN:
+        print(f"    after grading, the floor: nbgrader's autograde alone takes {floor:.3f} s a hand-in here (every "
+              f"hand-in reaches the gradebook through it); the course's own preprocessors in it "
+              f"{top['gradebook, per new hand-in'] - floor:.3f} s, every other stage "
+              f"{per_hand_in - top['gradebook, per new hand-in']:.3f} s")
     if slow:
         print(f"    growing faster than N log N: {', '.join(slow)}")
     hour = 3600 / per_hand_in if per_hand_in else float("inf")

@@ -6,6 +6,10 @@ every one of the hundreds of queries an autograde makes was compiled again, most
 autograde spent in the database. Importing this module replaces the ``create_engine`` nbgrader's
 ``Gradebook`` calls by one that hands back the engine made before for the same URL and arguments.
 
+Each ``Gradebook`` also calls ``create_all``, which asks the database about each of nbgrader's
+fourteen tables one at a time; here it asks once for every table's name and creates nothing when
+all are there (it is then what ``create_all`` does: tables are only ever created if missing).
+
 Each ``Gradebook`` still has a session of its own, committed as nbgrader commits it; its ``close``
 still disposes the engine's pool, so no connection outlives it (a gradebook file deleted and made
 again is opened afresh), while the engine and its cache stay. An engine is safe to share between
@@ -16,7 +20,7 @@ import threading
 from typing import Any
 
 import nbgrader.api
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, inspect
 from sqlalchemy.engine import URL, Engine
 
 _ENGINES: dict[tuple[str, str], Engine] = {}
@@ -35,3 +39,14 @@ def shared(url: str | URL, **kwargs: Any) -> Engine:
 
 
 nbgrader.api.create_engine = shared
+_create_all = nbgrader.api.Base.metadata.create_all
+
+
+def create_missing(bind: Engine, **kwargs: Any) -> None:
+    """``create_all``, with one question to the database when every table is there already."""
+    if set(nbgrader.api.Base.metadata.tables) <= set(inspect(bind).get_table_names()):
+        return
+    _create_all(bind=bind, **kwargs)
+
+
+nbgrader.api.Base.metadata.create_all = create_missing
