@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 
 from autograder import commands, export, pipeline
 
@@ -44,16 +45,18 @@ def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean(tmp_path)
 
 def test_an_export_module_is_found_with_nothing_else_to_change(tmp_path, monkeypatch):
     """docs/how-to/new-export.md: a module of autograder/export/ declaring an EXPORT is found (here
-    one written in a folder added to the package's path), and the pipeline writes what is found,
-    in turn, its files among the outputs."""
-    (tmp_path / "blackboard.py").write_text(
+    one written in a folder added to the package's path, named so that no real export, a
+    Blackboard one say, shadows it), and the pipeline writes what is found, in turn, its files
+    among the outputs."""
+    name = f"test_export_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text(
         "from autograder.export.outputs import Export, Output\n"
-        "EXPORT = Export('blackboard', (Output('LMS', 'blackboard.csv', '', 'for Blackboard'),), print, order=45)\n")
+        f"EXPORT = Export('{name}', (Output('LMS', '{name}.csv', '', 'for an LMS'),), print, order=45)\n")
     monkeypatch.setattr(export, "__path__", [*export.__path__, str(tmp_path)])
-    monkeypatch.delitem(sys.modules, "autograder.export.blackboard", raising=False)
-    assert "blackboard" in {e.name for e in export.found()}
+    monkeypatch.delitem(sys.modules, f"autograder.export.{name}", raising=False)
+    assert name in {e.name for e in export.found()}
     assert {e.name for e in export.found()} >= {"parts", "totals", "gradescope", "LMS"}
-    assert set(export.found()) - set(pipeline.EXPORTS) == {sys.modules["autograder.export.blackboard"].EXPORT}
+    assert set(export.found()) - set(pipeline.EXPORTS) == {sys.modules[f"autograder.export.{name}"].EXPORT}
     assert [e.order for e in pipeline.EXPORTS] == sorted(e.order for e in pipeline.EXPORTS)
     assert {o for e in pipeline.EXPORTS for o in e.outputs} <= set(pipeline.OUTPUTS)
 
