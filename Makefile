@@ -129,6 +129,16 @@ bench: $(EXTRAS) sandbox postgres
 experiment: $(STAMP)
 	$(BIN)/course experiment --jobs 2
 
+# Everything made here that .gitignore ignores, the environment, caches and corpus aside: every
+# file grading writes (autograder.pipeline.OUTPUTS) and CLEANED (tests/test_docs.py holds the three
+# together). A folder where a term is graded in place holds its gradebook and hand-ins (gradebook.db,
+# submitted/, exchange/): there it refuses, saying what it would delete, unless FORCE=1.
+CLEANED := docs/_build docs/reference/generated demo artifacts exchange feedback gradebook.db* .release-*
+
 clean:
-	rm -rf docs/_build demo artifacts exchange $$($(BIN)/python -c \
-	  "from autograder.pipeline import OUTPUTS; print(*sorted({o.path.split('/')[0] for o in OUTPUTS}))")
+	@paths="$(CLEANED) $$($(BIN)/python -c \
+	  "from autograder.pipeline import OUTPUTS; print(*sorted({o.path.split('/')[0] for o in OUTPUTS}))")" && \
+	if [ -z "$(FORCE)" ] && { [ -e gradebook.db ] || [ -e submitted ] || [ -e exchange ]; }; then \
+	  echo "make clean: refused, this folder holds a term (gradebook.db, submitted/ or exchange/); it would" \
+	    "delete $$(ls -d $$paths 2>/dev/null | sort -u | tr '\n' ' ')(make clean FORCE=1 deletes them)" >&2; exit 1; fi; \
+	echo rm -rf $$paths; rm -rf $$paths

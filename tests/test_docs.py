@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 import sys
+import uuid
 
 from autograder import commands, export, pipeline
 
@@ -25,9 +26,16 @@ def test_the_readme_is_short_gives_the_commands_and_its_links_exist():
         assert os.path.exists(os.path.join(ROOT, link)), link
 
 
+# what .gitignore ignores that `make clean` keeps: the environment, caches and the corpus, and the
+# top's CSV and HTML files other than the outputs (roster.csv is the instructor's)
+KEPT = {".venv", "__pycache__", "*.egg-info", ".ipynb_checkpoints", "tinyshakespeare.txt", ".mypy_cache",
+        ".pytest_cache", "*.csv", "*.html"}
+
+
 def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean(tmp_path):
     """Both read the one list of outputs: .gitignore by its patterns (as git reads them, in a
-    scratch repository), the Makefile's clean target from pipeline.OUTPUTS itself."""
+    scratch repository), the Makefile's clean target from pipeline.OUTPUTS itself. What else clean
+    removes (its CLEANED) is ignored too, and every other pattern of .gitignore is removed or KEPT."""
     shutil.copy(os.path.join(ROOT, ".gitignore"), tmp_path / ".gitignore")
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     tops = sorted({output.path.split("/")[0] for output in pipeline.OUTPUTS})
@@ -38,22 +46,34 @@ def test_every_output_file_is_ignored_by_git_and_removed_by_make_clean(tmp_path)
                              capture_output=True, text=True).stdout.split()
     assert ignored == tops, f"add to .gitignore: {sorted(set(tops) - set(ignored))}"
     with open(os.path.join(ROOT, "Makefile")) as fh:
-        clean = re.search(r"^clean:\n\t(.*?)(?:\n\S|\Z)", fh.read(), re.M | re.S)[1]
-    assert "from autograder.pipeline import OUTPUTS" in clean, clean
+        makefile = fh.read()
+    clean = re.search(r"^clean:\n\t(.*?)(?:\n\S|\Z)", makefile, re.M | re.S)[1]
+    assert "from autograder.pipeline import OUTPUTS" in clean and "$(CLEANED)" in clean, clean
+    cleaned = re.search(r"^CLEANED := (.*)$", makefile, re.M)[1].split()
+    names = [name.replace("*", "x") + "/" for name in cleaned]      # as a folder: matched either way
+    ignored = subprocess.run(["git", "-C", str(tmp_path), "check-ignore", "--no-index", *names],
+                             capture_output=True, text=True).stdout.split()
+    assert ignored == names, f"add to .gitignore: {sorted(set(names) - set(ignored))}"
+    with open(os.path.join(ROOT, ".gitignore")) as fh:
+        patterns = {line.strip().strip("/") for line in fh if line.strip() and not line.startswith("#")}
+    stray = patterns - KEPT - set(cleaned) - set(tops)
+    assert not stray, f"add to the Makefile's CLEANED, or to KEPT here: {sorted(stray)}"
 
 
 def test_an_export_module_is_found_with_nothing_else_to_change(tmp_path, monkeypatch):
     """docs/how-to/new-export.md: a module of autograder/export/ declaring an EXPORT is found (here
-    one written in a folder added to the package's path), and the pipeline writes what is found,
-    in turn, its files among the outputs."""
-    (tmp_path / "blackboard.py").write_text(
+    one written in a folder added to the package's path, named so that no real export, a
+    Blackboard one say, shadows it), and the pipeline writes what is found, in turn, its files
+    among the outputs."""
+    name = f"test_export_{uuid.uuid4().hex}"
+    (tmp_path / f"{name}.py").write_text(
         "from autograder.export.outputs import Export, Output\n"
-        "EXPORT = Export('blackboard', (Output('LMS', 'blackboard.csv', '', 'for Blackboard'),), print, order=45)\n")
+        f"EXPORT = Export('{name}', (Output('LMS', '{name}.csv', '', 'for an LMS'),), print, order=45)\n")
     monkeypatch.setattr(export, "__path__", [*export.__path__, str(tmp_path)])
-    monkeypatch.delitem(sys.modules, "autograder.export.blackboard", raising=False)
-    assert "blackboard" in {e.name for e in export.found()}
+    monkeypatch.delitem(sys.modules, f"autograder.export.{name}", raising=False)
+    assert name in {e.name for e in export.found()}
     assert {e.name for e in export.found()} >= {"parts", "totals", "gradescope", "LMS"}
-    assert set(export.found()) - set(pipeline.EXPORTS) == {sys.modules["autograder.export.blackboard"].EXPORT}
+    assert set(export.found()) - set(pipeline.EXPORTS) == {sys.modules[f"autograder.export.{name}"].EXPORT}
     assert [e.order for e in pipeline.EXPORTS] == sorted(e.order for e in pipeline.EXPORTS)
     assert {o for e in pipeline.EXPORTS for o in e.outputs} <= set(pipeline.OUTPUTS)
 

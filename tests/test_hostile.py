@@ -277,30 +277,33 @@ def test_no_escape_to_the_host(batch):
 def test_every_export_holds_clean_spreadsheet_safe_text(batch):
     """Odd text from a submission reaches no export unclean, no export is cut short, every text
     field is quoted, no piece a spreadsheet could split off (at ; , a tab or a newline) starts a
-    formula, and every student id is written unchanged: -john@x.edu as it is."""
+    formula, and every student id is written unchanged: -john@x.edu as it is. Every CSV among the
+    outputs is read, its id columns the ones its Output names, so a new CSV export is checked too."""
     import unicodedata
+    from autograder import pipeline
     out = batch["out"]
     students = {r["student"] for r in batch["rows"]}
     assert "-john@x.edu" in students
-    ids_of = {"parts.csv": [0], "totals.csv": [0], "grades.csv": [3, 6], "canvas_gradebook.csv": [2, 3],
-              "moodle_grades.csv": [0, 1]}
-    for name, id_columns in ids_of.items():
+    csvs = [output for output in pipeline.OUTPUTS if output.path.endswith(".csv")]
+    assert {"parts.csv", "totals.csv", "grades.csv"} <= {output.path for output in csvs}
+    for output in csvs:
+        name = output.path
         with open(out / name, encoding="utf-8", newline="") as fh:
             rows = list(csv.reader(fh))
         with open(out / name, encoding="utf-8", newline="") as fh:      # every unquoted field is a number
             list(csv.reader(fh, quoting=csv.QUOTE_NONNUMERIC))
+        id_columns = [rows[0].index(column) for column in output.ids]
         cells = [cell for row in rows for i, cell in enumerate(row) if i not in id_columns]
         assert not [c for c in cells if any(unicodedata.category(ch) in ("Cc", "Cs") and ch not in "\n\t"
                                             for ch in c)], name
         assert not [c for c in cells if "\u202e" in c], name
         pieces = [p.lstrip(" \t") for c in cells for p in re.split(r"[;,\t\n\r]", c)]
         assert not [p for p in pieces if p.startswith(("=", "+", "-", "@")) and not re.fullmatch(r"-[\d.]+", p)], name
-        if name == "moodle_grades.csv":
-            continue                # no roster: no e-mail nor ID number to match by
-        ids = {row[id_columns[-1] if name == "canvas_gradebook.csv" else id_columns[0]] for row in rows[1:]}
+        ids = {row[i] for row in rows[1:] for i in id_columns} - {""}
+        if not ids:
+            continue                # no roster: moodle_grades.csv has no e-mail nor ID number to match by
         assert "-john@x.edu" in ids and "'-john@x.edu" not in ids, name
-        if name in ("parts.csv", "totals.csv"):
-            assert students <= ids | {"student"}, (name, students - ids)
+        assert students <= ids, (name, students - ids)
     odd = _rows(batch, "odd-text-in-errors")[CATALOGUE.TARGET]["reason"]
     assert "lone surrogate" in odd and "\ufffd" in odd
     assert ";'=1+2;'@SUM(1+1);'=cmd|" in odd, odd

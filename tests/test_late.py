@@ -2,11 +2,13 @@
 on-time, late, within-grace, extended and very late hand-ins, its exports, nbgrader's own
 autograde, and a deadline moved and an extension granted mid-term, then regraded."""
 
+import ast
 import csv
 import dataclasses
 import datetime
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,10 +17,11 @@ import yaml
 
 from autograder import cli
 from autograder.course import config, late
-from autograder.course.late_rules import Grace, LatePolicy, LateRule, PerStartedDay, ZeroAfter
+from autograder.course.late_rules import Grace, LatePolicy, PerStartedDay, ZeroAfter
 from autograder.grade import submission_time
 from autograder.mistakes import cohort
 from autograder.records import store
+from test_types import unannotated
 
 BIN = os.path.dirname(sys.executable)
 POLICY = LatePolicy((PerStartedDay(penalty_per_day=0.1, max_penalty=0.5), ZeroAfter(zero_after_days=7),
@@ -46,23 +49,26 @@ def test_the_policy_says_its_rules_in_one_line_and_a_grace_alone_takes_nothing()
     assert LatePolicy((ZeroAfter(zero_after_days=2),)).fraction(2 * 86400 + 1) == 1.0
 
 
-@dataclasses.dataclass(frozen=True)
-class FirstHour(LateRule):
-    """A rule a course might add: the first hour late costs a fixed share, whatever comes after."""
-    first_hour_penalty: float = dataclasses.field(default=0.0, metadata={"doc": "lost in the first hour late"})
-
-    def apply(self, seconds_late, share):
-        return self.first_hour_penalty if seconds_late <= 3600 else share
-
-    def words(self):
-        return f"{self.first_hour_penalty:.0%} in the first hour"
+def _example_rule():
+    """docs/how-to/deadlines.md's rule of one's own, pasted into late_rules.py as the page says:
+    its FirstHour class and its RULES, read from the page so that they cannot drift apart."""
+    from autograder.course import late_rules
+    with open(os.path.join(config.ROOT, "docs", "how-to", "deadlines.md")) as fh:
+        page = fh.read()
+    example = re.search(r"^## A late rule of your own$.*?^```python\n(.*?)^```$", page, re.M | re.S)[1]
+    assert not unannotated(ast.parse(example)), "the page's example lacks type hints"
+    module = {**vars(late_rules), "__annotations__": {}}
+    exec(compile(example, "docs/how-to/deadlines.md", "exec"), module)
+    return module["FirstHour"], module["RULES"]
 
 
 def test_a_new_late_rule_is_one_class(course_copy, monkeypatch):
     """Added to RULES, a class is a key of course.yaml, applies in its place, is said in every
     export's words and has its row in the reference page; nothing else changes."""
     from autograder.course import late_rules
-    monkeypatch.setattr(late_rules, "RULES", (PerStartedDay, FirstHour, ZeroAfter, Grace))
+    first_hour, rules = _example_rule()
+    assert rules == (PerStartedDay, first_hour, ZeroAfter, Grace)
+    monkeypatch.setattr(late_rules, "RULES", rules)
 
     def change(raw):
         raw["assignments"]["attention"]["due"] = DUE.isoformat() + "+00:00"
@@ -78,7 +84,10 @@ def test_a_new_late_rule_is_one_class(course_copy, monkeypatch):
         import course_reference
     finally:
         sys.path.pop(0)
-    assert "| `late.first_hour_penalty` | number | `0.0` | lost in the first hour late |" in course_reference.course_yaml_md()
+    doc = dataclasses.fields(first_hour)[0].metadata["doc"]
+    assert f"| `late.first_hour_penalty` | number | `0.0` | {doc} |" in course_reference.course_yaml_md()
+    with pytest.raises(config.ConfigError, match=r"late.first_hour_penalty: a fraction of the points earned"):
+        course_copy(lambda raw: raw["late"].update(first_hour_penalty=2))
     with pytest.raises(config.ConfigError, match=r"late.weekend_penalty: unknown key \(allowed: penalty_per_day, "
                                                  r"max_penalty, first_hour_penalty, zero_after_days, grace_minutes\)"):
         course_copy(lambda raw: raw["late"].update(weekend_penalty=1))

@@ -358,6 +358,15 @@ def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700
 
 
+def test_grades_csv_declares_the_ids_nbgrader_export_writes():
+    """grades.csv's Output (tests/test_hostile.py checks its id columns unchanged) and SafeCsvExport,
+    which writes them and which plain `nbgrader export` loads on its own, name the same id columns:
+    neither can import the other without loading nbgrader or an import circle."""
+    from autograder.nbgrader import grades_csv
+    from autograder.nbgrader.plugins import SafeCsvExport
+    assert grades_csv.EXPORT.outputs[0].ids == SafeCsvExport.IDS
+
+
 # what `course grade --out DIR` wrote into DIR/nbgrader_config.py before the package was laid out
 EARLIER_CONFIG = """# Written by `course grade`: this folder holds one batch's working state.
 import os

@@ -32,6 +32,14 @@ CANVAS = "canvas_gradebook.csv"
 MOODLE = "moodle_grades.csv"
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["Email address", "ID number", "First name", "Last name"]
+OUTPUTS = (
+    Output("LMS", CANVAS, "import as they are",
+           "Canvas's gradebook import: the totals of totals.csv, names and SIS ids from roster.csv",
+           ids=("SIS User ID", "SIS Login ID")),
+    Output("LMS", MOODLE, "import as they are",
+           "Moodle's CSV grade import: the totals of totals.csv, names and emails from roster.csv",
+           ids=("Email address", "ID number")),
+)
 
 
 def rounded(value: float | str) -> str:
@@ -55,13 +63,10 @@ def write(out: str, course: Course, totals: Iterable[Mapping], roster: Mapping[s
                        "SIS Login ID": who.id, "Section": who.section, **scores})
         moodle.append({"Email address": who.email, "ID number": who.sis_id, "First name": who.first_name,
                        "Last name": who.last_name or who.id, **scores})
-    return [write_csv(os.path.join(out, CANVAS), CANVAS_COLUMNS + names, canvas, ids=("SIS User ID", "SIS Login ID")),
-            write_csv(os.path.join(out, MOODLE), MOODLE_COLUMNS + names, moodle, ids=("Email address", "ID number"))]
+    canvas_file, moodle_file = OUTPUTS
+    return [write_csv(os.path.join(out, CANVAS), CANVAS_COLUMNS + names, canvas, ids=canvas_file.ids),
+            write_csv(os.path.join(out, MOODLE), MOODLE_COLUMNS + names, moodle, ids=moodle_file.ids)]
 
 
-EXPORT = Export("LMS", (
-    Output("LMS", "canvas_gradebook.csv", "import as they are",
-               "Canvas's gradebook import: the totals of totals.csv, names and SIS ids from roster.csv"),
-    Output("LMS", "moodle_grades.csv", "import as they are",
-               "Moodle's CSV grade import: the totals of totals.csv, names and emails from roster.csv"),
-), lambda i: write(i.out, i.course, totals(i.course, i.records, i.gradebook), i.people), order=40)
+EXPORT = Export("LMS", OUTPUTS, lambda i: write(i.out, i.course, totals(i.course, i.records, i.gradebook), i.people),
+                order=40)

@@ -28,6 +28,7 @@ class Output(NamedTuple):
     path: str       # relative to the grading folder; <student> and <assignment> stand for each one
     note: str       # what `course grade` prints after the path
     meaning: str    # what it holds, for the documentation
+    ids: tuple[str, ...] = ()   # a CSV's columns of ids, written unchanged (untrusted.write_csv's ids)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
 from autograder.export.outputs import Export, Output
 
 COLUMNS = ("student", "assignment", "part", "score", "max_score", "status", "reason")
+PARTS = Output("parts", "parts.csv", "one row per student and part",
+               "`student,assignment,part,score,max_score,status,reason`, one row per student and part; status is "
+               "`passed`, `partial`, `failed`, `error`, `timeout`, `missing` or `not attempted`",
+               ids=("student",))
 
 
 def rows(records: Iterable[Submission]) -> Iterator[dict]:
@@ -31,11 +35,7 @@ def rows(records: Iterable[Submission]) -> Iterator[dict]:
 
 
 def write_grades(out: str, records: Iterable[Submission]) -> str:
-    return untrusted.write_csv(os.path.join(out, "parts.csv"), COLUMNS, rows(records), ids=("student",))
+    return untrusted.write_csv(os.path.join(out, PARTS.path), COLUMNS, rows(records), ids=PARTS.ids)
 
 
-EXPORT = Export("parts", (
-    Output("parts", "parts.csv", "one row per student and part",
-               "`student,assignment,part,score,max_score,status,reason`, one row per student and part; status is "
-               "`passed`, `partial`, `failed`, `error`, `timeout`, `missing` or `not attempted`"),
-), lambda i: write_grades(i.out, i.records), order=10)
+EXPORT = Export("parts", (PARTS,), lambda i: write_grades(i.out, i.records), order=10)

@@ -21,6 +21,11 @@ if TYPE_CHECKING:
 
 from autograder.export.outputs import Export, Output
 
+TOTALS = Output("totals", "totals.csv", "for the LMS; hand-graded answers included",
+                "`student_id,total,max_total,<assignment>...,<assignment>_late_penalty...`, one row per student: "
+                "autograded and hand-graded points less the late penalty", ids=("student_id",))
+
+
 def totals(course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> list[dict]:
     """One row per student: id, total, the most possible, and each assignment's score.
 
@@ -94,13 +99,9 @@ def totals_columns(course: Course) -> list[str]:
 
 
 def write_totals(out: str, course: Course, records: Collection[Submission], gradebook: Mapping | None = None) -> str:
-    return untrusted.write_csv(os.path.join(out, "totals.csv"), totals_columns(course),
+    return untrusted.write_csv(os.path.join(out, TOTALS.path), totals_columns(course),
                      ({k: (f"{v:g}" if isinstance(v, float) else v) for k, v in row.items()}
-                      for row in totals(course, records, gradebook)), ids=("student_id",))
+                      for row in totals(course, records, gradebook)), ids=TOTALS.ids)
 
 
-EXPORT = Export("totals", (
-    Output("totals", "totals.csv", "for the LMS; hand-graded answers included",
-               "`student_id,total,max_total,<assignment>...,<assignment>_late_penalty...`, one row per student: "
-               "autograded and hand-graded points less the late penalty"),
-), lambda i: write_totals(i.out, i.course, i.records, i.gradebook), order=20)
+EXPORT = Export("totals", (TOTALS,), lambda i: write_totals(i.out, i.course, i.records, i.gradebook), order=20)

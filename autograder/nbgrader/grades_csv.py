@@ -14,5 +14,6 @@ def _write(inputs: Inputs) -> str:
 EXPORT = Export("nbgrader", (
     Output("nbgrader", "grades.csv", "nbgrader's export, as `nbgrader export` writes it",
                "nbgrader's own export: one row per student and assignment, hand grades and "
-               "`late_submission_penalty` included, `timestamp` the time collect recorded"),
+               "`late_submission_penalty` included, `timestamp` the time collect recorded",
+               ids=("student_id", "email")),   # SafeCsvExport.IDS, which loads nbgrader (tests/test_nbgrader_units.py)
 ), _write, order=50)

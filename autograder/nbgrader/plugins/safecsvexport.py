@@ -13,6 +13,7 @@ class SafeCsvExport(CsvExportPlugin):
 
     COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name",
                "email", "raw_score", "late_submission_penalty", "score", "max_score"]
+    IDS = ("student_id", "email")       # written unchanged; grades_csv.EXPORT declares them too
 
     def export(self, gradebook: Gradebook) -> None:
         from autograder.nbgrader.gradebook_rows import totals
@@ -37,4 +38,4 @@ class SafeCsvExport(CsvExportPlugin):
                                late_submission_penalty=round(mine.penalty, 3),
                                score=round(max(0.0, mine.score - mine.penalty), 3))
                 rows.append({k: (v if isinstance(v, (int, float)) else str(v)) for k, v in row.items()})
-        write_csv(self.to or "grades.csv", self.COLUMNS, rows, ids=("student_id", "email"))
+        write_csv(self.to or "grades.csv", self.COLUMNS, rows, ids=self.IDS)
