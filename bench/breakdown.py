@@ -20,17 +20,25 @@ timer counting its time less that of the timers inside it:
   writing results, gradebook, exports   once for the sample, after grading
 
 The floors beside them: a sandboxed ``python -c "import numpy"`` per process started, the
-quickest round trip measured on this machine per call, nothing for the rest but the checks'
-own milliseconds.
+quickest round trip measured on this machine per call, for each training run the same run of the
+reference's layer in a plain process on one BLAS thread (the compute the checks need), nothing for
+the rest but the checks' own milliseconds. A part's floor is one sandboxed start, its calls' round
+trips and its training; :func:`report` returns each part's seconds against it (the target: within
+3 times). A call's own work beyond the round trip (the scale experiment's loops, and the stand-ins'
+calls they make) counts against the part, not in its floor.
 """
 
+import json
 import os
+import subprocess
+import sys
 import time
 from collections import defaultdict
 
 from _pytest import config as pytest_config, main as pytest_main
 
 from autograder import pipeline, sandbox
+from autograder.course import corpus
 from autograder.grade import grading, reuse, suites
 from autograder.nbgrader import settings
 from autograder.records import store
@@ -70,6 +78,37 @@ class Timers:
             return self.run(step(*args, **kwargs) if callable(step) else step, original, *args, **kwargs)
         setattr(owner, name, timed)
         return original
+
+
+# the floor of a training run: the reference's run of the same probe and arguments, in a plain
+# process on one BLAS thread as the student's process has (the grader's own may have more)
+_TRAINING_FLOOR = """
+import json, sys, time
+from autograder.course import config
+from autograder.grade import suites
+course, probe_name, name, args, kwargs = json.load(sys.stdin)
+course = config.load(course)
+probe = __import__(f"selfcheck.probes.{probe_name}", fromlist=[name])
+assignment = next(a for a in course.assignments if any(p.id == probe_name for p in a.parts))
+namespace = vars(suites.reference_namespace(course, assignment))
+getattr(probe, name)(namespace, *args, **kwargs)          # the corpus read once, as in a grading run
+runs = []
+for _ in range(3):                                        # the quickest of three: the machine is shared
+    started = time.perf_counter()
+    getattr(probe, name)(namespace, *args, **kwargs)
+    runs.append(time.perf_counter() - started)
+print(min(runs))
+"""
+
+
+def training_floor(course, call):
+    """Seconds of the training run ``call`` ((probe, name, args, kwargs)) on the reference's layer."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=root,
+               TINYSHAKESPEARE=corpus.find(course) or "")
+    done = subprocess.run([sys.executable, "-c", _TRAINING_FLOOR], input=json.dumps([course.path, *call]),
+                          capture_output=True, text=True, cwd=root, check=True, env=env)
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 def _request_step(process, request, **_):
@@ -122,6 +161,15 @@ def measure(course, submitted, out, tasks):
                (pytest_main.Session, "perform_collect",
                 timers.wrap(pytest_main.Session, "perform_collect", "pytest collection")),
                (suites.pytest, "main", timers.wrap(suites.pytest, "main", "the grader's own checks"))]
+    training = timers.training = []           # (probe, name, args, kwargs) of each training call
+
+    def probe(self, module, name, *args, **kwargs):
+        if name in TRAINING_CALLS:
+            training.append((module, name, args, kwargs))
+        return original_probe(self, module, name, *args, **kwargs)
+    original_probe = student_module.Student.probe
+    patches.append((student_module.Student, "probe", original_probe))
+    student_module.Student.probe = probe
     original_run_part = suites.run_part
 
     def run_part(course_, assignment, part, *args, **kwargs):
@@ -154,15 +202,19 @@ def measure(course, submitted, out, tasks):
 
 
 def report(course, submitted, out, tasks, work):
-    """Print the breakdown for ``tasks``: per part, then per assignment, each step beside its floor."""
+    """Print the breakdown for ``tasks``: per part, then per assignment, each step beside its floor;
+    returns the seconds per submission of each assignment and, per part, (seconds, floor)."""
     start_floor, trip_floor = floors(course, os.path.join(work, "floor"))
     timers, per_submission = measure(course, submitted, out, tasks)
+    train_floor = training_floor(course, timers.training[0]) if timers.training else 0.0
     count = defaultdict(int)
     for task in tasks:
         count[task.assignment] += 1
     print(f"\nwhere the time goes: {len(tasks)} submissions graded in one process, seconds per submission; "
-          f"floors: a sandboxed start with numpy {start_floor:.3f} s, a round trip {1000 * trip_floor:.2f} ms")
+          f"floors: a sandboxed start with numpy {start_floor:.3f} s, a round trip {1000 * trip_floor:.2f} ms, "
+          f"a training run of the reference's layer {train_floor:.2f} s")
     print(f"  {'part / step':<52} {'s/submission':>12} {'count':>7} {'floor s':>8}")
+    parts = {}        # part -> (seconds, floor) per submission
     for group in sorted({part for part, _ in timers.seconds}):
         assignment = group.split("/")[0]
         n = count.get(assignment) or len(tasks)
@@ -172,9 +224,14 @@ def report(course, submitted, out, tasks, work):
             calls = timers.counts[group, step]
             floor = {"Python and numpy start (until ready)": calls * start_floor,
                      "stand-ins' process (until ready)": calls * start_floor,
-                     "calls (round trips)": calls * trip_floor}.get(step, 0.0)
+                     "calls (round trips)": calls * trip_floor,
+                     "training runs (calls)": calls * train_floor}.get(step, 0.0)
             print(f"    {step:<50} {seconds / n:>12.3f} {calls / n:>7.1f} {floor / n:>8.3f}")
+        if group != "(after grading)":
+            least = (timers.counts[group, "training runs (calls)"] * train_floor
+                     + timers.counts[group, "calls (round trips)"] * trip_floor)
+            parts[group] = (sum(steps.values()) / n, start_floor + least / n)
     for assignment, seconds in sorted(per_submission.items()):
         print(f"  {assignment}: {seconds / count[assignment]:.2f} s per submission graded "
               f"({count[assignment]} submissions)")
-    return per_submission
+    return per_submission, parts

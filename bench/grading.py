@@ -363,7 +363,7 @@ def main(argv=None):
     from breakdown import report            # noqa: E402 - beside this script
     sample = [t for t in discovery.find_submissions(course, submitted)
               if t.student in (("s000",) if args.smoke else ("s000", "s002"))]
-    report(course, submitted, os.path.join(work, "breakdown"), sample, work)
+    _, parts = report(course, submitted, os.path.join(work, "breakdown"), sample, work)
 
     print("\nthe figures to reach (ratios within this run; the machine is shared: read them, not the seconds)")
     figure("course grade --jobs 1 against plain nbgrader", one / base, "<= 1.0x", one <= base)
@@ -374,6 +374,9 @@ def main(argv=None):
             figure(f"{aid}: course grade --jobs 1 against plain nbgrader", ratio, "<= 0.5x", ratio <= 0.5)
     for aid, seconds in checks.items():
         figure(f"self-check in released {aid}/ (median wall)", seconds, "< 1 s", seconds < 1.0, " s")
+    for part, (seconds, floor) in parts.items():
+        figure(f"{part}: against its floor (start, round trips, training)", seconds / floor,
+               "<= 3.0x", seconds <= 3 * floor)
     figure("Dask, 2 workers: scaling efficiency", None if efficiency is None else 100 * efficiency, ">= 85%",
            efficiency is not None and efficiency >= 0.85, "%")
     figure("Dask: overhead against local (worse of 1 and 2 workers)",
