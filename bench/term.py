@@ -481,7 +481,7 @@ def report(label, sizes, results):
 
 
 @contextlib.contextmanager
-def _postgres(work):
+def _postgres():
     """A throwaway PostgreSQL server (tests/postgres_server.py): a function making a database on
     it, or None (and why) when there can be none here."""
     sys.path.insert(0, os.path.join(ROOT, "tests"))
@@ -491,7 +491,7 @@ def _postgres(work):
         print(f"\nPostgreSQL: not measured: {why}")
         yield None
         return
-    with postgres_server.server(os.path.join(work, "postgres")) as make_database:
+    with postgres_server.server() as make_database:      # its own folder: its account cannot enter ours (0700)
         yield make_database
 
 
@@ -524,7 +524,7 @@ def main(argv=None):
     kinds = build_sample(course, sample, args.smoke)
     met = True
     for db in (("sqlite", "postgres") if args.db == "both" else (args.db,)):
-        with (_postgres(work) if db == "postgres" else contextlib.nullcontext(None)) as make_database:
+        with (_postgres() if db == "postgres" else contextlib.nullcontext(None)) as make_database:
             if db == "postgres" and make_database is None:
                 continue
             print(f"\nterms with the gradebook on {db}", flush=True)
