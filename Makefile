@@ -131,14 +131,15 @@ experiment: $(STAMP)
 
 # Everything made here that .gitignore ignores, the environment, caches and corpus aside: every
 # file grading writes (autograder.pipeline.OUTPUTS) and CLEANED (tests/test_docs.py holds the three
-# together). A folder where a term is graded in place holds its gradebook and hand-ins (gradebook.db,
-# submitted/, exchange/): there it refuses, saying what it would delete, unless FORCE=1.
+# together). A folder where a term is graded in place holds its hand-ins and results (submitted/,
+# exchange/, results/; the gradebook beside them may be PostgreSQL's): there it refuses, saying what
+# it would delete, unless FORCE=1. The gradebook.db `make demo`'s release leaves holds no hand-in.
 CLEANED := docs/_build docs/reference/generated demo artifacts exchange feedback gradebook.db* .release-*
 
 clean:
 	@paths="$(CLEANED) $$($(BIN)/python -c \
 	  "from autograder.pipeline import OUTPUTS; print(*sorted({o.path.split('/')[0] for o in OUTPUTS}))")" && \
-	if [ -z "$(FORCE)" ] && { [ -e gradebook.db ] || [ -e submitted ] || [ -e exchange ]; }; then \
-	  echo "make clean: refused, this folder holds a term (gradebook.db, submitted/ or exchange/); it would" \
+	if [ -z "$(FORCE)" ] && { [ -e submitted ] || [ -e exchange ] || [ -e results ]; }; then \
+	  echo "make clean: refused, this folder holds a term (submitted/, exchange/ or results/); it would" \
 	    "delete $$(ls -d $$paths 2>/dev/null | sort -u | tr '\n' ' ')(make clean FORCE=1 deletes them)" >&2; exit 1; fi; \
 	echo rm -rf $$paths; rm -rf $$paths

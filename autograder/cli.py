@@ -120,3 +120,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:         # Ctrl-C in any stage: one line, never a traceback
         print(f"\ninterrupted: {folders.after_interrupt(args)}", file=sys.stderr)
         return 130
+    except BrokenPipeError:           # `course status | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())    # nothing more at exit either
+        return 141

@@ -742,6 +742,34 @@ def test_a_sandbox_gets_one_core_whatever_it_forks(tmp_path):
     assert counted >= 0.95 * used, (counted, used)
 
 
+WIDEN = """
+import os
+def widen():
+    \"\"\"Ask for every core of the machine, then say which this process may use.\"\"\"
+    try:
+        os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    except OSError:
+        pass
+    return sorted(os.sched_getaffinity(0))
+"""
+
+
+def test_a_sandbox_keeps_to_its_workers_core_whatever_it_asks(tmp_path):
+    """As root, a sandbox keeps to the core of the grading worker that starts it (its cgroup's
+    cpuset): a student's code that widens its own affinity cannot spin on a classmate's core."""
+    if not ISOLATED or os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2 or not sandbox.cgroup.roots().get(
+            "cpuset", sandbox.cgroup.roots().get("v2")):
+        pytest.skip(f"the cores are a cgroup's cpuset, set by a grader that runs as root: {sandbox.describe()}")
+    core = max(os.sched_getaffinity(0))
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {core})          # as a grading worker keeps to its core
+    try:
+        with _student(tmp_path, WIDEN) as student:
+            assert student.widen() == [core]
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 LOADED = """
 import json, os, subprocess, sys, tempfile, time
 from autograder import sandbox

@@ -90,8 +90,9 @@ def gradescope(record: Submission, course: Course | None = None, written: Mappin
 
 
 # what makes a results.json, below autograder/: this file, the scores it sums, the late rule's
-# words and the record it reads
-_MADE_BY = ("export/gradescope.py", "export/totals.py", "course/late.py", "records/results.py", "export/made_from.py")
+# words, the record it reads and the words of its failed checks
+_MADE_BY = ("export/gradescope.py", "export/totals.py", "course/late.py", "records/results.py", "export/made_from.py",
+            "../selfcheck/causes.py")
 
 
 def write_gradescope(out: str, course: Course, records: Iterable[Submission], gradebook: Mapping | None = None,

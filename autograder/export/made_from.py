@@ -26,17 +26,9 @@ NAME = ".made_from.json"      # a dot name: never a student id
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))    # autograder/
 
 
-def file_version(path: str) -> list[int] | None:
-    """A file's version: its inode, size and time (each write of the course's files is a new inode)."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return [info.st_ino, info.st_size, info.st_mtime_ns]
-
-
 def made_by(patterns: tuple[str, ...], course: Course | None) -> str:
-    """A hash of the files below autograder/ that ``patterns`` name (globs), and of course.yaml; a
+    """A hash of the files below autograder/ that ``patterns`` name (globs; the self-check kit's
+    words for a failed check are ``../selfcheck/causes.py``), and of course.yaml; a
     pattern that names no file is a file moved without this list (it would stop counting), so it
     raises."""
     files = [course.path] if course is not None else []
@@ -69,7 +61,7 @@ class Kept:
         entry, ``also`` anything else it is made from; ``on_disk``: the record is as its results file
         holds it."""
         name = f"{record.student}/{record.assignment}"
-        written = file_version(store.result_path(out, record.student, record.assignment)) if on_disk else None
+        written = store.version(store.result_path(out, record.student, record.assignment)) if on_disk else None
         made = json.dumps([written or record.to_json(), entry, *also, self.made_by], sort_keys=True, default=str)
         self.now[name] = hashlib.sha256(made.encode()).hexdigest()
         return self.before.get(name) != self.now[name] or not os.path.exists(path)

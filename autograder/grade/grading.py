@@ -41,15 +41,36 @@ def grade_task(course: Course, task: Task, grader: str) -> Submission:
 
 
 def _local_pool(workers: int) -> cf.ProcessPoolExecutor:
-    """``workers`` forked grading processes, each kept to one core of those this process may use
-    (in turn): so are the processes a worker starts, and a student's process and the stand-ins'
-    process answering its calls take turns on one core. On two cores at rest, each of those calls
-    woke the other core from idle, and a part whose experiment makes thousands of them took
-    two to three times as long."""
+    """``workers`` forked grading processes, each kept to one core of those this process may use:
+    so are the processes a worker starts, and a student's process and the stand-ins' process
+    answering its calls take turns on one core. On two cores at rest, each of those calls woke the
+    other core from idle, and a part whose experiment makes thousands of them took two to three
+    times as long. The workers take the idlest cores first, so batches run side by side (a hub's,
+    a test run's) spread over the cores rather than all starting on the first."""
     context = multiprocessing.get_context("fork")
-    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    cores = _idlest_first()
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_keep_to_one_core,
                                   initargs=(cores, context.Value("i", 0)))
+
+
+def _idlest_first(window: float = 0.05) -> list[int]:
+    """The cores this process may use, the idlest over ``window`` seconds first ([] where the
+    system says neither which nor how idle)."""
+    if not hasattr(os, "sched_getaffinity"):
+        return []
+    allowed = sorted(os.sched_getaffinity(0))
+
+    def idle() -> dict[int, int]:
+        with open("/proc/stat") as fh:     # cpuN user nice system idle iowait ...
+            return {int(f[0][3:]): int(f[4]) + int(f[5]) for f in (line.split() for line in fh)
+                    if f[0].startswith("cpu") and f[0][3:].isdigit()}
+    try:
+        before = idle()
+        time.sleep(window)
+        after = idle()
+    except (OSError, ValueError, IndexError):
+        return allowed
+    return sorted(allowed, key=lambda cpu: -(after.get(cpu, 0) - before.get(cpu, 0)))
 
 
 def _keep_to_one_core(cores: list[int], taken: "multiprocessing.sharedctypes.Synchronized[int]") -> None:

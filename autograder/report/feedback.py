@@ -96,7 +96,7 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
 _DRAWN_BY = tuple(os.path.join(*p) for p in (
     ("report", "feedback.py"), ("report", "pages.py"), ("export", "totals.py"), ("report", "templates", "*"),
     ("nbgrader", "answers.py"), ("nbgrader", "preprocessors", "sanitizemarkdown.py"), ("records", "results.py"),
-    ("course", "late.py"), ("export", "made_from.py")))
+    ("course", "late.py"), ("export", "made_from.py"), ("..", "selfcheck", "causes.py")))
 
 
 def write_feedback(out: str, records: Iterable[Submission], course: Course | None = None,
@@ -115,7 +115,7 @@ def write_feedback(out: str, records: Iterable[Submission], course: Course | Non
     for record in records:
         notebook = None     # the autograded notebook its written answers come from
         if course is not None:
-            notebook = made_from.file_version(os.path.join(out, "autograded", record.student, record.assignment,
+            notebook = store.version(os.path.join(out, "autograded", record.student, record.assignment,
                                                            course.assignment(record.assignment).notebook))
         page = os.path.join(folder, record.student, f"{record.assignment}.html")
         if kept.stale(out, record, gradebook.get(record.key, {}), page, on_disk, notebook):

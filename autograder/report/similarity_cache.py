@@ -116,6 +116,7 @@ class Cache:
     def _same_bytes(self, path: str, entry: list) -> bool:
         """Whether the file at ``path``, whose version changed (a regrade copies or re-permits a
         hand-in), still holds the bytes its Document was read from; then its version is updated."""
+        seen = store.version(path)          # before the read: a file replaced meanwhile is not taken as read
         try:
             raw = handin.read_submission(path)
         except (program.NotebookError, OSError):
@@ -123,7 +124,9 @@ class Cache:
         if entry[1] != self._name(raw):
             self._read[path] = raw          # the comparison reads it next: not from the disk again
             return False
-        entry[0] = store.version(path)
+        if store.version(path) != seen:
+            return False
+        entry[0] = seen
         return True
 
     def compared(self, paths: dict[str, str], known: list[similarity.Document],

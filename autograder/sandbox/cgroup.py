@@ -1,10 +1,12 @@
 """As root, a cgroup of its own for each sandbox: its processes, its memory, its CPU.
 
-cgroup v1 (the ``pids``, ``memory``, ``cpu`` and ``cpuacct`` controllers, each where this
-process may write) or v2 (all of them in one folder). The cgroup caps the sandbox's processes
+cgroup v1 (the ``pids``, ``memory``, ``cpu``, ``cpuacct`` and ``cpuset`` controllers, each where
+this process may write) or v2 (all of them in one folder). The cgroup caps the sandbox's processes
 and threads at ``MAX_PROCESSES``, its memory (tmpfs included) and its CPU at ``CPU_CORES`` for
-all its processes together, so that one submission's many processes slow no other sandbox; and
-it counts the CPU time they use, which the limits of :class:`selfcheck.student.Student` read.
+all its processes together, on the cores the grading worker that starts it keeps to (a student's
+code cannot widen them, as it could its own affinity), so that one submission's many processes
+slow no other sandbox; and it counts the CPU time they use, which the limits of
+:class:`selfcheck.student.Student` read.
 """
 
 import os
@@ -13,12 +15,12 @@ import signal
 MAX_PROCESSES = 64                      # processes and threads per sandbox (as root)
 CPU_CORES = 1                           # CPU one sandbox may use, all its processes together (as root)
 CPU_PERIOD_US = 100_000                 # the cgroup's accounting period for that share
-CONTROLLERS = ("cpu", "memory", "pids")  # what a v2 cgroup's children must be let use
+CONTROLLERS = ("cpu", "cpuset", "memory", "pids")  # what a v2 cgroup's children must be let use
 
 
 def roots() -> dict[str, str]:
-    """{controller: folder under which this process may make a cgroup}: pids, memory, cpu and
-    cpuacct (cgroup v1), or all of them in one folder (``"v2"``)."""
+    """{controller: folder under which this process may make a cgroup}: pids, memory, cpu,
+    cpuacct and cpuset (cgroup v1), or all of them in one folder (``"v2"``)."""
     found: dict[str, str] = {}
     try:
         with open("/proc/self/cgroup") as fh:
@@ -32,7 +34,7 @@ def roots() -> dict[str, str]:
         if os.access(base, os.W_OK):
             found["v2"] = base
         return found
-    for controller in ("pids", "memory", "cpu", "cpuacct"):            # cgroup v1
+    for controller in ("pids", "memory", "cpu", "cpuacct", "cpuset"):  # cgroup v1
         base = f"/sys/fs/cgroup/{controller}" + mine.get(controller, "/")
         if os.path.isdir(base) and os.access(base, os.W_OK):
             found[controller] = base
@@ -54,6 +56,34 @@ def delegate(base: str, controllers: tuple[str, ...]) -> None:
         pass
 
 
+def _write_if_there(path: str, value: str) -> None:
+    """Write ``value`` to a cgroup file that exists (a cgroup without that controller has none);
+    one the kernel refuses is left as it was: the cores are a refinement, the other limits stand."""
+    if os.path.exists(path):
+        try:
+            with open(path, "w") as fh:
+                fh.write(value)
+        except OSError:
+            pass
+
+
+def _cpuset(base: str, folder: str, cores: str) -> bool:
+    """cgroup v1: keep ``folder``'s processes to ``cores`` (and to ``base``'s memory nodes, which a
+    v1 cpuset needs before a process may join it). False, and the sandbox not put in it, when
+    either cannot be set: a process cannot join a cpuset with no cores."""
+    if not cores:
+        return False
+    try:
+        with open(os.path.join(base, "cpuset.mems")) as fh:
+            mems = fh.read().strip()
+        for key, value in (("cpuset.mems", mems), ("cpuset.cpus", cores)):
+            with open(os.path.join(folder, key), "w") as fh:
+                fh.write(value)
+    except OSError:
+        return False
+    return bool(mems)
+
+
 class Cgroup:
     """A cgroup (v1 pids, memory, cpu and cpuacct, or v2) capping one sandbox's processes and
     memory, and its CPU at ``CPU_CORES``, and counting the CPU time its processes use."""
@@ -69,12 +99,17 @@ class Cgroup:
                     "cpu": {"cpu.cfs_period_us": CPU_PERIOD_US, "cpu.cfs_quota_us": quota},
                     "cpuacct": {}}
         usage = {"v2": ("cpu.stat", 1e-6), "cpuacct": ("cpuacct.usage", 1e-9)}
+        cores = ",".join(map(str, sorted(os.sched_getaffinity(0)))) if hasattr(os, "sched_getaffinity") else ""
         try:
             for controller, base in roots().items():
                 if controller == "v2":
                     delegate(base, CONTROLLERS)
                 folder = os.path.join(base, name)
                 os.makedirs(folder, exist_ok=True)
+                if controller == "cpuset":
+                    if _cpuset(base, folder, cores):
+                        self.folders.append(folder)
+                    continue
                 if os.path.realpath(folder) not in map(os.path.realpath, self.folders):   # co-mounted
                     self.folders.append(folder)
                 for key, value in settings[controller].items():
@@ -82,6 +117,8 @@ class Cgroup:
                     if os.path.exists(path):
                         with open(path, "w") as fh:
                             fh.write(str(value))
+                if controller == "v2" and cores:
+                    _write_if_there(os.path.join(folder, "cpuset.cpus"), cores)
                 if controller in usage:
                     self._usage = (os.path.join(folder, usage[controller][0]), usage[controller][1])
         except OSError:
