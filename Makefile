@@ -112,11 +112,11 @@ release: $(STAMP)
 
 # Seconds per submission of `course grade --jobs 1` and `--jobs N` against plain
 # `nbgrader autograde` on the same synthetic cohort, then on one and two local Dask workers
-# (scaling efficiency, overhead against local), and the self-check's wall time; then one
-# training step of the weighted-attention model, the course framework against PyTorch eager
-# (when torch is installed: $(BIN)/pip install torch, CPU wheel; never a dependency).
-# Then a term of 60, 600 and 2,000 students (bench/term.py): every stage after grading, a
+# (scaling efficiency, overhead against local), the self-check's wall time and each part against
+# its floor. Then a term of 60, 600 and 2,000 students (bench/term.py): every stage after grading, a
 # one-student regrade, `course status` and `course history`, how each grows, on SQLite and PostgreSQL.
+# Last, one training step of the weighted-attention model, the course framework against PyTorch eager
+# (when torch is installed: $(BIN)/pip install torch, CPU wheel; never a dependency);
 # `make bench TORCH_SITE=DIR` takes torch from another environment's site-packages (bench/train_step.py).
 bench: $(EXTRAS) sandbox postgres
 	$(BIN)/python bench/grading.py
