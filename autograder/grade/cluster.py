@@ -93,7 +93,7 @@ def grade_remote(task: dict) -> dict:
         if why:
             from distributed import get_worker
             raise VersionMismatch(f"worker {get_worker().address} refuses to grade: {why}")
-        with tempfile.TemporaryDirectory(prefix="submission-") as folder:
+        with tempfile.TemporaryDirectory(prefix="submission-") as folder, grading.on_idlest_core():
             path = os.path.join(folder, task["notebook"])
             with open(path, "wb") as fh:
                 fh.write(task["bytes"])

@@ -11,7 +11,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -71,6 +71,23 @@ def _idlest_first(window: float = 0.05) -> list[int]:
     except (OSError, ValueError, IndexError):
         return allowed
     return sorted(allowed, key=lambda cpu: -(after.get(cpu, 0) - before.get(cpu, 0)))
+
+
+@contextlib.contextmanager
+def on_idlest_core() -> Iterator[None]:
+    """This thread, and the processes it starts, on the idlest core for a block: a cluster
+    worker's grading, for the reason :func:`_local_pool` gives."""
+    cores = _idlest_first()
+    before = os.sched_getaffinity(0) if cores else set()
+    if cores:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {cores[0]})
+    try:
+        yield
+    finally:
+        if cores:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, before)
 
 
 def _keep_to_one_core(cores: list[int], taken: "multiprocessing.sharedctypes.Synchronized[int]") -> None:
