@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from autograder.course import config
-from autograder.grade import discovery, grading, handin
+from autograder.grade import cores, discovery, grading, handin
 from autograder.grade.versions import grader_version, suite_versions
 from autograder.records.results import Submission
 from selfcheck.program import NotebookError
@@ -93,7 +93,7 @@ def grade_remote(task: dict) -> dict:
         if why:
             from distributed import get_worker
             raise VersionMismatch(f"worker {get_worker().address} refuses to grade: {why}")
-        with tempfile.TemporaryDirectory(prefix="submission-") as folder, grading.on_idlest_core():
+        with tempfile.TemporaryDirectory(prefix="submission-") as folder, cores.on_idlest():
             path = os.path.join(folder, task["notebook"])
             with open(path, "wb") as fh:
                 fh.write(task["bytes"])

@@ -11,12 +11,12 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from autograder.course.config import Course
-from autograder.grade import submission_time
+from autograder.grade import cores, submission_time
 from autograder.grade.progress import Progress
 from autograder.grade.versions import file_sha256, grader_version, stale, suite_versions
 from autograder.records.results import GRADER_ERROR, Submission
@@ -38,65 +38,6 @@ def grade_task(course: Course, task: Task, grader: str) -> Submission:
     when = submission_time.read(os.path.dirname(task.path))      # collect's time, for the late penalty
     record.submitted_at = when.isoformat() if when else None
     return record
-
-
-def _local_pool(workers: int) -> cf.ProcessPoolExecutor:
-    """``workers`` forked grading processes, each kept to one core of those this process may use:
-    so are the processes a worker starts, and a student's process and the stand-ins' process
-    answering its calls take turns on one core. On two cores at rest, each of those calls woke the
-    other core from idle, and a part whose experiment makes thousands of them took two to three
-    times as long. The workers take the idlest cores first, so batches run side by side (a hub's,
-    a test run's) spread over the cores rather than all starting on the first."""
-    context = multiprocessing.get_context("fork")
-    cores = _idlest_first()
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_keep_to_one_core,
-                                  initargs=(cores, context.Value("i", 0)))
-
-
-def _idlest_first(window: float = 0.05) -> list[int]:
-    """The cores this process may use, the idlest over ``window`` seconds first ([] where the
-    system says neither which nor how idle)."""
-    if not hasattr(os, "sched_getaffinity"):
-        return []
-    allowed = sorted(os.sched_getaffinity(0))
-
-    def idle() -> dict[int, int]:
-        with open("/proc/stat") as fh:     # cpuN user nice system idle iowait ...
-            return {int(f[0][3:]): int(f[4]) + int(f[5]) for f in (line.split() for line in fh)
-                    if f[0].startswith("cpu") and f[0][3:].isdigit()}
-    try:
-        before = idle()
-        time.sleep(window)
-        after = idle()
-    except (OSError, ValueError, IndexError):
-        return allowed
-    return sorted(allowed, key=lambda cpu: -(after.get(cpu, 0) - before.get(cpu, 0)))
-
-
-@contextlib.contextmanager
-def on_idlest_core() -> Iterator[None]:
-    """This thread, and the processes it starts, on the idlest core for a block: a cluster
-    worker's grading, for the reason :func:`_local_pool` gives."""
-    cores = _idlest_first()
-    before = os.sched_getaffinity(0) if cores else set()
-    if cores:
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(0, {cores[0]})
-    try:
-        yield
-    finally:
-        if cores:
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(0, before)
-
-
-def _keep_to_one_core(cores: list[int], taken: "multiprocessing.sharedctypes.Synchronized[int]") -> None:
-    if not cores:
-        return
-    with taken.get_lock():
-        turn, taken.value = taken.value, taken.value + 1
-    with contextlib.suppress(OSError):
-        os.sched_setaffinity(0, {cores[turn % len(cores)]})
 
 
 def grade_one(course: Course, student: str, assignment: str, path: str, out: str) -> Submission:
@@ -232,7 +173,7 @@ def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | Non
     attempts = {task: 0 for task in todo.todo}
     queue = longest_first(course, todo.todo, todo.previous)
     while queue and not batch.interrupted:
-        pool = executor or _local_pool(min(jobs, len(queue)))
+        pool = executor or cores.pool(min(jobs, len(queue)))
         futures = {pool.submit(grade_task, course, task, grader): task for task in queue}
         queue = []
         try:
