@@ -102,8 +102,10 @@ def build_sample(course, folder, smoke):
                     cohort.write(nb, submitted, student, assignment)
                 kinds[assignment.id].setdefault(kind, []).append(student)
     started = time.monotonic()
-    subprocess.run([os.path.join(BIN, "course"), "grade", submitted, "--out", os.path.join(folder, "out"),
-                    "--jobs", "2"], cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    done = subprocess.run([os.path.join(BIN, "course"), "grade", submitted, "--out", os.path.join(folder, "out"),
+                           "--jobs", "2"], cwd=ROOT, capture_output=True, text=True)   # its notes are not figures
+    if done.returncode != 0:
+        raise SystemExit(f"course grade of the sample failed:\n{done.stderr[-3000:]}")
     count = sum(len(s) for k in kinds.values() for s in k.values())
     print(f"sample: {count} hand-ins graded in {time.monotonic() - started:.0f} s", flush=True)
     with open(kinds_path, "w") as fh:
@@ -414,11 +416,12 @@ def measure_term(course, sample, kinds, work, n, db_url):
     seconds["  of which nbgrader's autograde"] = (gradebook["timings"]["gradebook"]
                                                   - gradebook["timings"]["ours"]) / gradebook["hand_ins"]
     steps = sorted(regrade["timings"].items(), key=lambda kv: -kv[1])[:6]
-    print(f"  N={n}: the regrade's {regrade['wall']:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in steps), flush=True)
+    regrade_steps = f"the regrade's {regrade['wall']:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in steps)
+    print(f"  N={n}: {regrade_steps}", flush=True)
     for warning in exports["warnings"] + gradebook["warnings"] + regrade["warnings"]:
         print(f"  warning: {warning}")
     peaks = {"exports": exports["peak_mb"], "similarity": similar["peak_mb"], "regrade": regrade["peak_mb"]}
-    return hand_ins, seconds, peaks
+    return hand_ins, seconds, peaks, regrade_steps
 
 
 # --- the table ------------------------------------------------------------------------------------
@@ -433,7 +436,7 @@ def nlogn(n, m):
     return 1 + math.log(math.log(m) / math.log(n)) / math.log(m / n)
 
 
-def report(label, sizes, results):
+def report(label, sizes, results, judged=True):
     """Print the table of one gradebook's terms and the targets; returns whether all are met."""
     hand_ins = [results[n][0] for n in sizes]
     stages = list(results[sizes[0]][1])
@@ -456,28 +459,36 @@ def report(label, sizes, results):
         print(f"  {'peak memory, ' + what + ' (MB)':<36}" + "".join(f"{results[n][2][what]:>10.0f}" for n in sizes))
     top = results[sizes[-1]][1]
     per_hand_in = (sum(top[s] for s in after) / hand_ins[-1]) + top["gradebook, per new hand-in"]
-    print(f"\n  the figures to reach at N={sizes[-1]} ({label})")
-    checks = [
-        ("every stage after grading, per hand-in", per_hand_in, f"<= {PER_HAND_IN} s", per_hand_in <= PER_HAND_IN, " s"),
-        ("no stage grows faster than N log N", float(len(slow)), "0 stages", not slow, " stages"),
-        ("one-student regrade", top["one-student regrade"], "< 10 s", top["one-student regrade"] < 10, " s"),
-        ("similarity, every assignment", top["  of which similarity"], "< 60 s", top["  of which similarity"] < 60, " s"),
-        ("similarity's peak memory", results[sizes[-1]][2]["similarity"], "< 2048 MB", results[sizes[-1]][2]["similarity"] < 2048, " MB"),
-        ("course status", top["course status"], "< 2 s", top["course status"] < 2, " s"),
-    ]
-    for name, value, target, met, unit in checks:
-        print(f"    {name:<44} {value:>10.2f}{unit:<8} target {target:<10} {'met' if met else 'NOT MET'}")
+    print(f"\n  the figures to reach at N={sizes[-1]} ({label})"
+          + ("" if judged else ": a smoke run, its values are not figures"))
     floor = top["  of which nbgrader's autograde"]
-    if per_hand_in > PER_HAND_IN:
-        print(f"    after grading, the floor: nbgrader's autograde alone takes {floor:.3f} s a hand-in here (every "
-              f"hand-in reaches the gradebook through it); the course's own preprocessors in it "
-              f"{top['gradebook, per new hand-in'] - floor:.3f} s, every other stage "
-              f"{per_hand_in - top['gradebook, per new hand-in']:.3f} s")
-    if slow:
-        print(f"    growing faster than N log N: {', '.join(slow)}")
+    memory = results[sizes[-1]][2]["similarity"]
+    checks = [   # name, value (None: not measured), target, met, unit, why (when not met)
+        ("every stage after grading, per hand-in", per_hand_in, f"<= {PER_HAND_IN} s", per_hand_in <= PER_HAND_IN,
+         " s", f"the floor: nbgrader's autograde alone takes {floor:.3f} s a hand-in here (every hand-in reaches the "
+               f"gradebook through it); the course's own preprocessors in it "
+               f"{top['gradebook, per new hand-in'] - floor:.3f} s, every other stage "
+               f"{per_hand_in - top['gradebook, per new hand-in']:.3f} s"),
+        ("no stage grows faster than N log N", len(slow) if len(sizes) > 1 else None, "0 stages", not slow, " stages",
+         f"growing faster than N log N: {', '.join(slow)}"),
+        ("one-student regrade", top["one-student regrade"], "< 10 s", top["one-student regrade"] < 10, " s",
+         results[sizes[-1]][3]),
+        ("similarity, every assignment", top["  of which similarity"], "< 60 s", top["  of which similarity"] < 60, " s", ""),
+        ("similarity's peak memory", memory, "< 2048 MB", memory < 2048, " MB", ""),
+        ("course status", top["course status"], "< 2 s", top["course status"] < 2, " s", ""),
+    ]
+    for name, value, target, met, unit, why in checks:
+        if value is None:
+            print(f"    {name:<44} {'not measured (one size)':>18}  target {target:<10}")
+            continue
+        shown = f"{value:>10}" if isinstance(value, int) else f"{value:>10.2f}"
+        verdict = "(smoke run)" if not judged else "met" if met else "NOT MET"
+        print(f"    {name:<44} {shown}{unit:<8} target {target:<10} {verdict}")
+        if judged and not met:
+            print(f"      why: {why or 'no cause measured in this run'}")
     hour = 3600 / per_hand_in if per_hand_in else float("inf")
     print(f"    after grading: {1000 * per_hand_in:.0f} s per thousand hand-ins ({hour:,.0f} hand-ins an hour)")
-    return all(met for *_, met, _ in checks)
+    return all(met or value is None for _, value, _, met, *_ in checks)
 
 
 @contextlib.contextmanager
@@ -530,7 +541,10 @@ def main(argv=None):
             print(f"\nterms with the gradebook on {db}", flush=True)
             results = {n: measure_term(course, sample, kinds, work, n, make_database(f"term{n}") if make_database else None)
                        for n in sizes}
-            met &= report(db, sizes, results)
+            met &= report(db, sizes, results, judged=not args.smoke)
+    if not args.smoke:
+        print("\nevery figure met" if met else "\nnot every figure met: each NOT MET above says why (the bench reports, "
+              "it does not fail: its exit status is 0 whatever it finds)")
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return 0
