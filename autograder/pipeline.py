@@ -116,7 +116,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     record_times(out, submissions, batch.records)
     status.hashes(out, [task.path for task in submissions])     # `course status` need not read them again
     with timed(timings, "gradebook"):
-        batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished)  # 4
+        batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished, workers=jobs)  # 4
     batch.warnings += export(course, out, store.load_results(out, kept), timings, batch.notes)   # 5, 6
     os.remove(os.path.join(out, "results", UNFINISHED))
     return batch
@@ -199,10 +199,11 @@ def _require_corpus(course, submissions):
 
 
 def to_gradebook(course: config.Course, submitted: str, out: str, submissions: Sequence[discovery.Task],
-                 batch: grading.Batch, redo: bool = False) -> list[str]:
+                 batch: grading.Batch, redo: bool = False, workers: int | None = None) -> list[str]:
     """Stage 4: nbgrader's autograde of the submissions with new results, the others left as the
     gradebook holds them (every one staged when ``redo``: the last batch stopped before its
-    exports were done); returns warnings.
+    exports were done), in at most ``workers`` processes (default: the cores; never more than
+    ``apps.WORKERS``); returns warnings.
 
     A submission the grader failed on is not staged at all (nothing about that student may be
     recorded, not even a 0); one that could not be read is staged as the released stub, so
@@ -211,7 +212,7 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
     from autograder.nbgrader import apps      # nbgrader takes seconds to load: only once grading
     fresh = {r.key for r in batch.graded}
     by_key = {r.key: r for r in batch.records}
-    warnings = []
+    runs = []
     for assignment in course.assignments:
         # the gradebook already holds the results of the rest, and their autograded notebooks
         todo = [task for task in submissions if task.assignment == assignment.id and (
@@ -225,11 +226,8 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
                 left_out = staging.stage(course, submitted, out, task.student, assignment)
                 if left_out:
                     batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
-        try:
-            apps.autograde(course, assignment, out, only=None if redo else {task.student for task in todo})
-        except NbgraderError as exc:
-            warnings.append(str(exc))
-    return warnings
+        runs.append((assignment, None if redo else {task.student for task in todo}))
+    return apps.autograde_all(course, out, runs, workers=min(apps.WORKERS, workers or os.cpu_count() or 1))
 
 
 def _handed_in_again(out: str, task: discovery.Task) -> bool:

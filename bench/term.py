@@ -18,7 +18,8 @@ the grader's):
   similarity   the cohort report's similarity flags alone, over every assignment
   status       ``course status``; history: ``course history <student>``
   gradebook    a batch of 30 new hand-ins into the gradebook of N (``course grade``'s stage 4,
-               nbgrader's autograde), per hand-in
+               nbgrader's autograde, the hand-ins shared among two processes), per hand-in; then
+               another in one process, and in it nbgrader's autograde alone (the floor)
   regrade      ``course grade --student <one> --force``: one student's notebooks graded again,
                then the gradebook and every export; the grading itself shown beside it
 
@@ -308,8 +309,23 @@ def measure_similarity(folder):
 
 
 def measure_gradebook(folder):
-    """``NEW_HAND_INS`` new hand-ins (new students) into the gradebook, as ``course grade`` does; nbgrader
-    already loaded, as it is once for a whole batch."""
+    """``NEW_HAND_INS`` new hand-ins (new students) into the gradebook, as ``course grade`` does
+    (``timings["gradebook"]``), then as many others in one process (``timings["one process"]``, of
+    which the course's own preprocessors ``timings["ours"]``: the rest is nbgrader's autograde, its
+    floor); nbgrader already loaded, as it is once for a whole batch."""
+    from autograder import pipeline
+    from autograder.nbgrader import apps  # noqa: F401 - loaded once a command (about 1 s), not once a hand-in
+    timings = {}
+    with pipeline.timed(timings, "gradebook"):
+        warnings, hand_ins = _new_hand_ins_to_gradebook(folder, "new")
+    with pipeline.timed(timings, "one process"), _timing_ours(timings):
+        warnings += _new_hand_ins_to_gradebook(folder, "one", workers=1)[0]
+    return {"timings": timings, "warnings": warnings, "peak_mb": _peak_mb(), "hand_ins": hand_ins}
+
+
+def _new_hand_ins_to_gradebook(folder, prefix, workers=None):
+    """``NEW_HAND_INS`` hand-ins of new students named ``prefix``NNN through ``course grade``'s
+    gradebook stage; (its warnings, the hand-ins)."""
     from autograder import pipeline
     from autograder.grade import discovery, grading
     course = config.load(os.path.join(folder, "course", "course.yaml"))
@@ -317,7 +333,7 @@ def measure_gradebook(folder):
     term = _term(folder)
     sample, kinds = term["sample"], term["kinds"]
     per = len(kinds)
-    new = [(f"new{i:03d}", aid, by_kind["correct"][0], DUE, None)
+    new = [(f"{prefix}{i:03d}", aid, by_kind["correct"][0], DUE, None)
            for i in range(NEW_HAND_INS // per) for aid, by_kind in kinds.items()]
     add_hand_ins(course, sample, out, submitted, new)
     for student, aid, *_ in new:      # staged again by the stage itself
@@ -327,11 +343,7 @@ def measure_gradebook(folder):
     tasks = [t for t in discovery.find_submissions(course, submitted) if t.student in students]
     records = [store.read_result(out, t.student, t.assignment) for t in tasks]
     batch = grading.Batch(records=records, graded=list(records))
-    from autograder.nbgrader import apps  # noqa: F401 - loaded once a command (about 1 s), not once a hand-in
-    timings = {}
-    with pipeline.timed(timings, "gradebook"), _timing_ours(timings):
-        warnings = pipeline.to_gradebook(course, submitted, out, tasks, batch)
-    return {"timings": timings, "warnings": warnings, "peak_mb": _peak_mb(), "hand_ins": len(tasks)}
+    return pipeline.to_gradebook(course, submitted, out, tasks, batch, workers=workers), len(tasks)
 
 
 @contextlib.contextmanager
@@ -413,7 +425,8 @@ def measure_term(course, sample, kinds, work, n, db_url):
     seconds["  of which grading its notebooks"] = regrade["timings"].get("grading", 0.0)
     gradebook = _child("gradebook", folder)
     seconds["gradebook, per new hand-in"] = gradebook["timings"]["gradebook"] / gradebook["hand_ins"]
-    seconds["  of which nbgrader's autograde"] = (gradebook["timings"]["gradebook"]
+    seconds["  the same in one process"] = gradebook["timings"]["one process"] / gradebook["hand_ins"]
+    seconds["  of which nbgrader's autograde"] = (gradebook["timings"]["one process"]
                                                   - gradebook["timings"]["ours"]) / gradebook["hand_ins"]
     steps = sorted(regrade["timings"].items(), key=lambda kv: -kv[1])[:6]
     regrade_steps = f"the regrade's {regrade['wall']:.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in steps)
@@ -445,7 +458,8 @@ def report(label, sizes, results, judged=True):
           + "".join(f"{'growth ' + str(i + 1):>10}" for i in range(len(sizes) - 1)) + f"{'s/hand-in':>11}")
     after = [s for s in stages if s not in ("course status", "course history <student>", "one-student regrade",
                                              "  of which grading its notebooks", "gradebook, per new hand-in",
-                                             "  of which nbgrader's autograde", "  of which similarity")]
+                                             "  the same in one process", "  of which nbgrader's autograde",
+                                             "  of which similarity")]
     slow = []
     for stage in stages:
         values = [results[n][1][stage] for n in sizes]
@@ -465,10 +479,10 @@ def report(label, sizes, results, judged=True):
     memory = results[sizes[-1]][2]["similarity"]
     checks = [   # name, value (None: not measured), target, met, unit, why (when not met)
         ("every stage after grading, per hand-in", per_hand_in, f"<= {PER_HAND_IN} s", per_hand_in <= PER_HAND_IN,
-         " s", f"the floor: nbgrader's autograde alone takes {floor:.3f} s a hand-in here (every hand-in reaches the "
-               f"gradebook through it); the course's own preprocessors in it "
-               f"{top['gradebook, per new hand-in'] - floor:.3f} s, every other stage "
-               f"{per_hand_in - top['gradebook, per new hand-in']:.3f} s"),
+         " s", f"the floor: nbgrader's autograde alone takes {floor:.3f} s a hand-in here in one process (every "
+               f"hand-in reaches the gradebook through it), the whole gradebook stage "
+               f"{top['  the same in one process']:.3f} s, {top['gradebook, per new hand-in']:.3f} s shared "
+               f"among its workers; every other stage {per_hand_in - top['gradebook, per new hand-in']:.3f} s"),
         ("no stage grows faster than N log N", len(slow) if len(sizes) > 1 else None, "0 stages", not slow, " stages",
          f"growing faster than N log N: {', '.join(slow)}"),
         ("one-student regrade", top["one-student regrade"], "< 10 s", top["one-student regrade"] < 10, " s",

@@ -4,14 +4,16 @@ nbgrader logs every step; its log is kept and shown only when a step fails, and 
 :class:`~autograder.errors.NbgraderError` naming the command and its first specific error.
 """
 
+import concurrent.futures as cf
 import contextlib
 import io
 import logging
+import multiprocessing
 import os
 import re
 import tempfile
 import warnings
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Sequence
 
 from nbgrader.api import Gradebook
 from nbgrader.apps.exportapp import ExportApp  # noqa: F401 - loads the plugin machinery
@@ -110,6 +112,55 @@ def autograde(course: Course, assignment: Assignment, out: str, student_id: str 
         # a folder named with one is no student's (autograde refuses it), and would split the list
         cfg.CourseDirectory.student_id_exclude = ",".join(sorted(s for s in listed - set(only) if "," not in s))
     _run(SafeAutograde, cfg, assignment.id, student_id, force=True, create_student=True)
+
+
+SHARE = 4          # the fewest hand-ins an autograde is split into shares of (each run has its start)
+WORKERS = 2        # the most processes autograding at once: the gradebook takes one commit at a time
+
+
+def autograde_all(course: Course, out: str, runs: Sequence[tuple[Assignment, Collection[str] | None]],
+                  workers: int = 2) -> list[str]:
+    """:func:`autograde` of each ``(assignment, only)`` of ``runs``, their students shared out among
+    ``workers`` forked processes writing to the one gradebook (its database takes their commits in
+    turn, as it takes formgrader's beside a batch); returns nbgrader's failures as warnings.
+
+    On two cores nbgrader's autograde of each hand-in is most of what follows grading. A share that
+    fails in a worker (the gradebook busy past its timeout, a worker gone) is autograded again here,
+    alone, so that only a failure of nbgrader's own is a warning."""
+    shares = [(assignment, share) for assignment, only in runs for share in _shares(only, workers)]
+    if workers < 2 or len(shares) < 2:
+        return [warning for assignment, only in shares if (warning := _autograde_or_why(course, assignment, out, only))]
+    again = []
+    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        futures = {pool.submit(_autograde_or_why, course, assignment, out, only): (assignment, only)
+                   for assignment, only in shares}
+        for future in cf.as_completed(futures):
+            try:
+                failed = future.result()
+            except Exception:  # noqa: BLE001 - the worker itself failed: try here
+                failed = "a worker failed"
+            if failed:
+                again.append(futures[future])
+    return [warning for assignment, only in again if (warning := _autograde_or_why(course, assignment, out, only))]
+
+
+def _shares(only: Collection[str] | None, workers: int) -> list[Collection[str] | None]:
+    """``only`` cut into at most ``workers`` shares of at least :data:`SHARE` students (None, every
+    student staged, is one share)."""
+    if only is None or workers < 2:
+        return [only]
+    students = sorted(only)
+    count = max(1, min(workers, len(students) // SHARE))
+    return [set(students[i::count]) for i in range(count)]
+
+
+def _autograde_or_why(course: Course, assignment: Assignment, out: str, only: Collection[str] | None) -> str:
+    """:func:`autograde`, and "" or nbgrader's failure."""
+    try:
+        autograde(course, assignment, out, only=only)
+    except NbgraderError as exc:
+        return str(exc)
+    return ""
 
 
 def generate_feedback(course: Course, assignment: Assignment, out: str, student_id: str = "*") -> None:

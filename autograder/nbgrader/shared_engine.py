@@ -13,9 +13,11 @@ all are there (it is then what ``create_all`` does: tables are only ever created
 Each ``Gradebook`` still has a session of its own, committed as nbgrader commits it; its ``close``
 still disposes the engine's pool, so no connection outlives it (a gradebook file deleted and made
 again is opened afresh), while the engine and its cache stay. An engine is safe to share between
-threads (formgrader's), and disposing it leaves a connection another ``Gradebook`` holds working.
+threads (formgrader's), and disposing it leaves a connection another ``Gradebook`` holds working;
+a forked process (the gradebook stage's workers) starts with no connection of its parent's.
 """
 
+import os
 import threading
 from typing import Any
 
@@ -39,6 +41,15 @@ def shared(url: str | URL, **kwargs: Any) -> Engine:
 
 
 nbgrader.api.create_engine = shared
+
+
+def _forget_connections() -> None:
+    """In a forked process: its own connections, never the parent's (SQLAlchemy's rule for a fork)."""
+    for engine in _ENGINES.values():
+        engine.dispose(close=False)
+
+
+os.register_at_fork(after_in_child=_forget_connections)
 _create_all = nbgrader.api.Base.metadata.create_all
 
 
