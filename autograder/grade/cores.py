@@ -14,12 +14,13 @@ import os
 import time
 from collections.abc import Iterator
 
+from autograder.grade import forked
+
 
 def pool(workers: int) -> cf.ProcessPoolExecutor:
-    """``workers`` forked grading processes, each kept to one core, the idlest first."""
-    context = multiprocessing.get_context("fork")
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_take_one,
-                                  initargs=(idlest_first(), context.Value("i", 0)))
+    """``workers`` forked grading processes, each kept to one core, the idlest first (and ended
+    with this process: :mod:`autograder.grade.forked`)."""
+    return forked.pool(workers, _take_one, (idlest_first(), multiprocessing.get_context("fork").Value("i", 0)))
 
 
 @contextlib.contextmanager

@@ -8,7 +8,6 @@ import concurrent.futures as cf
 import contextlib
 import io
 import logging
-import multiprocessing
 import os
 import re
 import tempfile
@@ -23,6 +22,7 @@ from traitlets.config import Config
 
 from autograder.course.config import Assignment, Course
 from autograder.errors import NbgraderError
+from autograder.grade import forked
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
 from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
 from autograder.nbgrader.converters import SafeAutograde, SafeFeedback
@@ -122,16 +122,25 @@ def autograde_all(course: Course, out: str, runs: Sequence[tuple[Assignment, Col
                   workers: int = 2) -> list[str]:
     """:func:`autograde` of each ``(assignment, only)`` of ``runs``, their students shared out among
     ``workers`` forked processes writing to the one gradebook (its database takes their commits in
-    turn, as it takes formgrader's beside a batch); returns nbgrader's failures as warnings.
+    turn, as it takes formgrader's beside a batch; ``only`` None, every student staged, is autograded
+    here, one assignment after the other); returns nbgrader's failures as warnings.
 
     On two cores nbgrader's autograde of each hand-in is most of what follows grading. A share that
     fails in a worker (the gradebook busy past its timeout, a worker gone) is autograded again here,
     alone, so that only a failure of nbgrader's own is a warning."""
     shares = [(assignment, share) for assignment, only in runs for share in _shares(only, workers)]
-    if workers < 2 or len(shares) < 2:
+    if workers < 2 or len(shares) < 2 or any(only is None for _, only in shares):
         return [warning for assignment, only in shares if (warning := _autograde_or_why(course, assignment, out, only))]
+    # a student of several assignments is in several shares at once: made here first, so that no
+    # two workers make the same student (one would fail on the gradebook's unique id); only those
+    # staged (a hand-in the grader failed on is not, and nothing about its student is recorded)
+    staged = {student for assignment, only in shares for student in only or ()
+              if os.path.isdir(os.path.join(out, "submitted", student, assignment.id))}
+    with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
+        for student in sorted(staged - {student.id for student in gb.students}):
+            gb.add_student(student)
     again = []
-    with cf.ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+    with forked.pool(workers) as pool:
         futures = {pool.submit(_autograde_or_why, course, assignment, out, only): (assignment, only)
                    for assignment, only in shares}
         for future in cf.as_completed(futures):
