@@ -17,7 +17,7 @@ the grader's):
                grades.csv, the feedback pages with their written answers, the cohort report)
   similarity   the cohort report's similarity flags alone, over every assignment
   status       ``course status``; history: ``course history <student>``
-  gradebook    a batch of 30 new hand-ins into the gradebook of N (``course grade``'s stage 4,
+  gradebook    a batch of 60 new hand-ins into the gradebook of N (``course grade``'s stage 4,
                nbgrader's autograde, the hand-ins shared among two processes), per hand-in; then
                another in one process, and in it nbgrader's autograde alone (the floor)
   regrade      ``course grade --student <one> --force``: one student's notebooks graded again,
@@ -60,7 +60,7 @@ BIN = os.path.dirname(sys.executable)
 SHARES = {"correct": 0.55, "mistaken": 0.25, "stub": 0.05, "hostile": 0.05, "missing": 0.10}
 LATE, RESUBMITTED, HAND_GRADED = 0.10, 0.15, 0.70
 DUE = datetime.datetime(2026, 11, 20, 23, 59)
-NEW_HAND_INS = 30          # the gradebook batch
+NEW_HAND_INS = 60          # the gradebook batch (its fixed costs, registering and starting workers, shared)
 PER_HAND_IN = 0.05         # seconds, every stage after grading together, at the largest N
 EXPORT_STEPS = ("reading the gradebook", "late penalties", "roster export", "parts export",
                 "totals export", "gradescope export", "LMS export", "nbgrader export", "feedback export",

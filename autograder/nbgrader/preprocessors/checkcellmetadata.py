@@ -3,10 +3,12 @@
 nbgrader (0.9) checks every cell's metadata with ``jsonschema.validate``, which first checks the
 schema itself, on every call: most of autograde's time without a kernel went there (each cell,
 twice per notebook). This is nbgrader's own check, its MetadataValidator with the same schema,
-the same rules and the same errors, with the schema's jsonschema validator built once.
+the same rules and the same errors, with the schema's jsonschema validator built once, and a
+cell's metadata checked against the schema once per process (a release's cells are in every hand-in).
 """
 
 import functools
+import json
 
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
@@ -14,6 +16,8 @@ from nbformat import NotebookNode
 from nbgrader.nbgraderformat import MetadataValidator, ValidationError
 from nbgrader.nbgraderformat.common import BaseMetadataValidator
 from nbgrader.preprocessors import CheckCellMetadata as NbgraderCheckCellMetadata
+
+_REMEMBERED = 10_000       # the most cells' metadata kept as valid (a release holds tens)
 
 
 class _SchemaCheckedOnce(BaseMetadataValidator):
@@ -25,15 +29,24 @@ class _SchemaCheckedOnce(BaseMetadataValidator):
         cls = validator_for(self.schema)
         cls.check_schema(self.schema)
         self._schema = cls(self.schema)
+        self._valid: set[str] = set()       # cells' metadata found valid, as JSON text
 
     def validate_cell(self, cell: NotebookNode) -> None:
         if "nbgrader" not in cell.metadata:
             return
         if cell.metadata["nbgrader"].get("schema_version", 0) != self.schema_version:
             super().validate_cell(cell)     # nbgrader's SchemaTooOldError or SchemaTooNewError
+        # the same metadata is checked again and again: a release's cells are in every hand-in,
+        # and autograde checks each notebook twice; only metadata found valid is remembered
+        key = json.dumps(cell.metadata["nbgrader"], sort_keys=True, default=repr)
+        if key in self._valid:
+            return
         error = best_match(self._schema.iter_errors(cell.metadata["nbgrader"]))
         if error is not None:
             raise error
+        if len(self._valid) >= _REMEMBERED:
+            self._valid.clear()
+        self._valid.add(key)
 
 
 class _Validator(MetadataValidator, _SchemaCheckedOnce):
