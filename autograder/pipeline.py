@@ -115,7 +115,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
         fh.write(store.now())
     record_times(out, submissions, batch.records)
     status.hashes(out, [task.path for task in submissions])     # `course status` need not read them again
-    with timed(timings, "gradebook"):
+    with _scratch(), timed(timings, "gradebook"):      # nbgrader's copies of the hand-ins go in the batch's folder
         batch.warnings += to_gradebook(course, submitted, out, submissions, batch, redo=unfinished, workers=jobs)  # 4
     batch.warnings += export(course, out, store.load_results(out, kept), timings, batch.notes)   # 5, 6
     os.remove(os.path.join(out, "results", UNFINISHED))
@@ -220,12 +220,15 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
             or not os.path.exists(os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)))]
         if not todo:
             continue
+        # a hand-in the grader failed on is not staged, nor asked of nbgrader
+        todo = [task for task in todo if not by_key[task.key].grader_error]
+        if not todo:
+            continue
         apps.register(course, assignment, out)
         for task in todo:
-            if not by_key[task.key].grader_error:
-                left_out = staging.stage(course, submitted, out, task.student, assignment)
-                if left_out:
-                    batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
+            left_out = staging.stage(course, submitted, out, task.student, assignment)
+            if left_out:
+                batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
         runs.append((assignment, None if redo else {task.student for task in todo}))
     return apps.autograde_all(course, out, runs, workers=min(apps.WORKERS, workers or os.cpu_count() or 1))
 

@@ -117,3 +117,22 @@ def test_a_student_of_two_assignments_autograded_in_both_workers_at_once_is_made
         assert sorted(s.id for s in gb.students) == students
         for assignment in assignments:
             assert sorted(s.student.id for s in gb.assignment_submissions(assignment.id)) == students
+
+
+@pytest.mark.slow
+def test_a_hand_in_the_grader_failed_on_is_neither_asked_of_nbgrader_nor_recorded(tmp_path, monkeypatch):
+    """Its assignment's run holds no one else: nothing goes to nbgrader (which would say no notebook
+    matched), no warning, and its student is not in the gradebook."""
+    from autograder.grade import grading
+    assignment = COURSE.assignments[1]
+    cohort.write(cohort.solved(COURSE, assignment), str(tmp_path / "submitted"), "unlucky", assignment)
+
+    def broken(*_):
+        raise RuntimeError("the sandbox did not start")
+    monkeypatch.setattr(grading, "grade_submission", broken)     # the workers are forked: theirs too
+    out = str(tmp_path / "out")
+    batch = pipeline.grade(COURSE, str(tmp_path / "submitted"), out, jobs=2)
+    assert [r.grader_error for r in batch.records] == [True]
+    assert not [w for w in batch.warnings if "nbgrader" in w], batch.warnings
+    with Gradebook(apps.settings(COURSE, out).CourseDirectory.db_url, COURSE.course_id) as gb:
+        assert [s.id for s in gb.students] == []

@@ -1,12 +1,14 @@
 """Worker processes forked from a batch's own process (grading's, the gradebook stage's), which end
 when it ends.
 
-Ctrl-C reaches the whole process group, workers included; a supervisor's SIGTERM to the command
-alone, or its death, did not, and left its workers grading, or writing the gradebook, after the
-command had ended. Each worker asks the kernel for a SIGTERM when the process that forked it ends.
+A supervisor's SIGTERM to the command alone, or its death, left its workers grading, or writing
+the gradebook, after the command had ended: each worker asks the kernel for a SIGTERM when the
+process that forked it ends. Ctrl-C, which reaches the whole process group, is the batch's process's
+to handle: it stops its workers (:func:`stop`), which leave it to it.
 """
 
 import concurrent.futures as cf
+import contextlib
 import ctypes
 import multiprocessing
 import os
@@ -24,10 +26,26 @@ def pool(workers: int, initializer: Callable[..., None] | None = None, initargs:
                                   initializer=_start, initargs=(os.getpid(), initializer, initargs))
 
 
+def stop(pool: object) -> None:
+    """End ``pool``'s workers now (the batch was interrupted): its pending work is not done (a pool
+    of no local processes, a cluster's, is left to itself)."""
+    for process in list(getattr(pool, "_processes", {}).values()):
+        with contextlib.suppress(Exception):
+            process.terminate()
+
+
 def _start(parent: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]) -> None:
     end_with(parent)
+    # Ctrl-C reaches the batch's process, which stops its workers (:func:`stop`): a worker waiting
+    # for work would otherwise print a traceback of its own (a handler, unlike an ignored signal,
+    # does not outlive the exec of the processes a worker starts)
+    signal.signal(signal.SIGINT, _wait_to_be_stopped)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _wait_to_be_stopped(*_: Any) -> None:
+    """A worker's Ctrl-C: nothing; its batch's process stops it."""
 
 
 def end_with(parent: int) -> None:

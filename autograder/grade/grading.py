@@ -6,7 +6,6 @@ autograder/records/store.py.
 """
 
 import concurrent.futures as cf
-import contextlib
 import multiprocessing
 import os
 import sys
@@ -16,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from autograder.course.config import Course
-from autograder.grade import cores, submission_time
+from autograder.grade import cores, forked, submission_time
 from autograder.grade.progress import Progress
 from autograder.grade.versions import file_sha256, grader_version, stale, suite_versions
 from autograder.records.results import GRADER_ERROR, Submission
@@ -202,9 +201,7 @@ def grade_all(course: Course, submissions: list[Task], out: str, jobs: int | Non
             batch.pending = [t for t in todo.todo if t.key not in done]
             for future in futures:
                 future.cancel()
-            for proc in list(getattr(pool, "_processes", {}).values()):
-                with contextlib.suppress(Exception):
-                    proc.terminate()
+            forked.stop(pool)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
     if progress:

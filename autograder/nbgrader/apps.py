@@ -140,7 +140,8 @@ def autograde_all(course: Course, out: str, runs: Sequence[tuple[Assignment, Col
         for student in sorted(staged - {student.id for student in gb.students}):
             gb.add_student(student)
     again = []
-    with forked.pool(workers) as pool:
+    pool = forked.pool(workers)
+    try:
         futures = {pool.submit(_autograde_or_why, course, assignment, out, only): (assignment, only)
                    for assignment, only in shares}
         for future in cf.as_completed(futures):
@@ -150,6 +151,11 @@ def autograde_all(course: Course, out: str, runs: Sequence[tuple[Assignment, Col
                 failed = "a worker failed"
             if failed:
                 again.append(futures[future])
+    except BaseException:       # Ctrl-C: the workers stop now, not after every share
+        forked.stop(pool)
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
     return [warning for assignment, only in again if (warning := _autograde_or_why(course, assignment, out, only))]
 
 

@@ -38,15 +38,19 @@ class _SchemaCheckedOnce(BaseMetadataValidator):
             super().validate_cell(cell)     # nbgrader's SchemaTooOldError or SchemaTooNewError
         # the same metadata is checked again and again: a release's cells are in every hand-in,
         # and autograde checks each notebook twice; only metadata found valid is remembered
-        key = json.dumps(cell.metadata["nbgrader"], sort_keys=True, default=repr)
-        if key in self._valid:
+        try:
+            key = json.dumps(cell.metadata["nbgrader"], sort_keys=True)
+        except (TypeError, ValueError):     # not JSON's values (nothing read from a file): checked each time
+            key = None
+        if key is not None and key in self._valid:
             return
         error = best_match(self._schema.iter_errors(cell.metadata["nbgrader"]))
         if error is not None:
             raise error
-        if len(self._valid) >= _REMEMBERED:
-            self._valid.clear()
-        self._valid.add(key)
+        if key is not None:
+            if len(self._valid) >= _REMEMBERED:
+                self._valid.clear()
+            self._valid.add(key)
 
 
 class _Validator(MetadataValidator, _SchemaCheckedOnce):
