@@ -468,7 +468,8 @@ def report(label, sizes, results, judged=True):
         print(f"  {stage:<36}" + "".join(f"{v:>10.2f}" for v in values) + "".join(f"{e:>10.2f}" for e in exps)
               + ("" if exps else " " * 10 * (len(sizes) - 1)) + (f"{per:>11.4f}" if per is not None else ""))
         if exps and values[-1] > 1.0 and exps[-1] > nlogn(hand_ins[-2], hand_ins[-1]) + 0.15:
-            slow.append(stage)
+            slow.append(f"{stage} {values[-2]:.2f} s -> {values[-1]:.2f} s (growth {exps[-1]:.2f}, N log N's "
+                        f"{nlogn(hand_ins[-2], hand_ins[-1]):.2f}; one run: measure it again before reading much into it)")
     for what in ("exports", "similarity", "regrade"):
         print(f"  {'peak memory, ' + what + ' (MB)':<36}" + "".join(f"{results[n][2][what]:>10.0f}" for n in sizes))
     top = results[sizes[-1]][1]
@@ -476,13 +477,16 @@ def report(label, sizes, results, judged=True):
     print(f"\n  the figures to reach at N={sizes[-1]} ({label})"
           + ("" if judged else ": a smoke run, its values are not figures"))
     floor = top["  of which nbgrader's autograde"]
+    from autograder.nbgrader.apps import WORKERS
+    workers = min(WORKERS, os.cpu_count() or 1)         # the gradebook stage's processes
     memory = results[sizes[-1]][2]["similarity"]
     checks = [   # name, value (None: not measured), target, met, unit, why (when not met)
         ("every stage after grading, per hand-in", per_hand_in, f"<= {PER_HAND_IN} s", per_hand_in <= PER_HAND_IN,
          " s", f"the floor: nbgrader's autograde alone takes {floor:.3f} s a hand-in here in one process (every "
-               f"hand-in reaches the gradebook through it), the whole gradebook stage "
-               f"{top['  the same in one process']:.3f} s, {top['gradebook, per new hand-in']:.3f} s shared "
-               f"among its workers; every other stage {per_hand_in - top['gradebook, per new hand-in']:.3f} s"),
+               f"hand-in reaches the gradebook through it; {floor / workers:.3f} s shared perfectly between "
+               f"{workers} workers), the whole gradebook stage {top['  the same in one process']:.3f} s in one "
+               f"process, {top['gradebook, per new hand-in']:.3f} s shared (the workers wait on the gradebook's "
+               f"commits in turn); every other stage {per_hand_in - top['gradebook, per new hand-in']:.3f} s"),
         ("no stage grows faster than N log N", len(slow) if len(sizes) > 1 else None, "0 stages", not slow, " stages",
          f"growing faster than N log N: {', '.join(slow)}"),
         ("one-student regrade", top["one-student regrade"], "< 10 s", top["one-student regrade"] < 10, " s",
@@ -495,7 +499,7 @@ def report(label, sizes, results, judged=True):
         if value is None:
             print(f"    {name:<44} {'not measured (one size)':>18}  target {target:<10}")
             continue
-        shown = f"{value:>10}" if isinstance(value, int) else f"{value:>10.2f}"
+        shown = f"{value:>10}" if isinstance(value, int) else f"{value:>10.3f}" if value < 1 else f"{value:>10.2f}"
         verdict = "(smoke run)" if not judged else "met" if met else "NOT MET"
         print(f"    {name:<44} {shown}{unit:<8} target {target:<10} {verdict}")
         if judged and not met:
