@@ -214,14 +214,13 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
     by_key = {r.key: r for r in batch.records}
     runs = []
     for assignment in course.assignments:
-        # the gradebook already holds the results of the rest, and their autograded notebooks
-        todo = [task for task in submissions if task.assignment == assignment.id and (
-            redo or task.key in fresh or _handed_in_again(out, task)
-            or not os.path.exists(os.path.join(out, "autograded", task.student, task.assignment, assignment.notebook)))]
-        if not todo:
-            continue
-        # a hand-in the grader failed on is not staged, nor asked of nbgrader
-        todo = [task for task in todo if not by_key[task.key].grader_error]
+        # the gradebook already holds the results of the rest, and their autograded notebooks; a
+        # hand-in the grader failed on is neither staged nor asked of nbgrader
+        todo = [task for task in submissions if task.assignment == assignment.id
+                and not by_key[task.key].grader_error and (
+                    redo or task.key in fresh or _handed_in_again(out, task)
+                    or not os.path.exists(os.path.join(out, "autograded", task.student, task.assignment,
+                                                       assignment.notebook)))]
         if not todo:
             continue
         apps.register(course, assignment, out)
@@ -230,7 +229,7 @@ def to_gradebook(course: config.Course, submitted: str, out: str, submissions: S
             if left_out:
                 batch.left_out.append(f"{task.student}/{assignment.id}: {', '.join(left_out)}")
         runs.append((assignment, None if redo else {task.student for task in todo}))
-    return apps.autograde_all(course, out, runs, workers=min(apps.WORKERS, workers or os.cpu_count() or 1))
+    return apps.autograde_all(course, out, runs, workers=workers or os.cpu_count() or 1)
 
 
 def _handed_in_again(out: str, task: discovery.Task) -> bool:

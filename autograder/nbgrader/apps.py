@@ -119,23 +119,23 @@ WORKERS = 2        # the most processes autograding at once: the gradebook takes
 
 
 def autograde_all(course: Course, out: str, runs: Sequence[tuple[Assignment, Collection[str] | None]],
-                  workers: int = 2) -> list[str]:
-    """:func:`autograde` of each ``(assignment, only)`` of ``runs``, their students shared out among
-    ``workers`` forked processes writing to the one gradebook (its database takes their commits in
+                  workers: int = WORKERS) -> list[str]:
+    """:func:`autograde` of each ``(assignment, only)`` of ``runs`` (``only``: students just staged),
+    their students shared out among ``workers`` forked processes (at most :data:`WORKERS`) writing
+    to the one gradebook (its database takes their commits in
     turn, as it takes formgrader's beside a batch; ``only`` None, every student staged, is autograded
     here, one assignment after the other); returns nbgrader's failures as warnings.
 
     On two cores nbgrader's autograde of each hand-in is most of what follows grading. A share that
     fails in a worker (the gradebook busy past its timeout, a worker gone) is autograded again here,
     alone, so that only a failure of nbgrader's own is a warning."""
+    workers = min(workers, WORKERS)
     shares = [(assignment, share) for assignment, only in runs for share in _shares(only, workers)]
     if workers < 2 or len(shares) < 2 or any(only is None for _, only in shares):
         return [warning for assignment, only in shares if (warning := _autograde_or_why(course, assignment, out, only))]
     # a student of several assignments is in several shares at once: made here first, so that no
-    # two workers make the same student (one would fail on the gradebook's unique id); only those
-    # staged (a hand-in the grader failed on is not, and nothing about its student is recorded)
-    staged = {student for assignment, only in shares for student in only or ()
-              if os.path.isdir(os.path.join(out, "submitted", student, assignment.id))}
+    # two workers make the same student (one would fail on the gradebook's unique id)
+    staged = {student for _, only in shares for student in only or ()}
     with Gradebook(settings(course, out).CourseDirectory.db_url, course.course_id) as gb:
         for student in sorted(staged - {student.id for student in gb.students}):
             gb.add_student(student)
