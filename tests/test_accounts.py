@@ -13,6 +13,7 @@ as visible escapes, and each feedback page reaches its own student only.
 
 import contextlib
 import ctypes
+import fcntl
 import glob
 import json
 import os
@@ -23,6 +24,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 
@@ -108,6 +110,15 @@ def _alive(folder):
         return False
 
 
+@contextlib.contextmanager
+def passwd_held():
+    """The account tools' turn: useradd and userdel refuse, rather than wait, while another holds
+    /etc/passwd's lock, and the tests making accounts run in two workers at once."""
+    with open(os.path.join(tempfile.gettempdir(), "course-tests-accounts.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 def sweep_left_behind():
     """Removes the accounts, their processes and the course groups of an earlier run that was
     killed outright (SIGKILL, a machine restarted), which no ``finally`` outlives: accounts named
@@ -118,11 +129,34 @@ def sweep_left_behind():
         folder = os.path.dirname(entry.pw_dir)
         if found and os.path.basename(folder).startswith("course-term-") and not _alive(folder):
             dead.setdefault(found[1], []).append(entry)
+    with passwd_held():
+        _remove_dead(dead)
+
+
+def userdel(name, *options):
+    """Kill the account's processes and remove it and its group, retrying for a while and then by
+    force (userdel refuses an account whose killed process is not reaped yet, and its parent may
+    never reap it): None once it is gone, else what userdel last said. Call it with `passwd_held`."""
+    said = None
+    for attempt in range(30):
+        try:
+            sandbox.kill_user(pwd.getpwnam(name).pw_uid)
+        except KeyError:
+            said = None
+            break
+        force = ["--force"] if attempt >= 20 else []
+        done = subprocess.run(["userdel", *options, *force, name], capture_output=True, text=True)
+        said = done.stderr.strip() or f"userdel exited {done.returncode}"
+        if done.returncode:
+            time.sleep(0.2)
+    subprocess.run(["groupdel", name], capture_output=True)
+    return said
+
+
+def _remove_dead(dead):
     for tag, entries in dead.items():
         for entry in entries:
-            sandbox.kill_user(entry.pw_uid)
-            subprocess.run(["userdel", entry.pw_name], capture_output=True)
-            subprocess.run(["groupdel", entry.pw_name], capture_output=True)
+            userdel(entry.pw_name)
             shutil.rmtree(os.path.dirname(entry.pw_dir), ignore_errors=True)
         for group in (f"nbgrader-attention-{tag}", f"formgrade-attention-{tag}"):   # test_hub's course
             subprocess.run(["groupdel", group], capture_output=True)
@@ -142,8 +176,9 @@ class Accounts:
     def add(self, short):
         name = f"cs{self.tag}{short}"
         home = os.path.join(self.folder, name)
-        subprocess.run(["useradd", "-M", "-U", "-d", home, "-s", "/bin/sh", name], check=True,
-                       capture_output=True)
+        with passwd_held():
+            subprocess.run(["useradd", "-M", "-U", "-d", home, "-s", "/bin/sh", name], check=True,
+                           capture_output=True)
         self.names.append(name)
         entry = pwd.getpwnam(name)
         os.makedirs(home)
@@ -191,11 +226,10 @@ class Accounts:
         return json.loads(self.run(name, [sys.executable, "-c", PROBE, *paths]).stdout)
 
     def remove(self):
-        for name in self.names:
-            with contextlib.suppress(KeyError):
-                sandbox.kill_user(pwd.getpwnam(name).pw_uid)
-            subprocess.run(["userdel", name], capture_output=True)
-            subprocess.run(["groupdel", name], capture_output=True)
+        """Remove every account; returns what userdel last said of each one still there."""
+        with passwd_held():
+            said = {name: userdel(name) for name in self.names}
+        return {name: words for name, words in said.items() if words is not None}
 
 
 @pytest.fixture
@@ -210,11 +244,9 @@ def accounts():
     try:
         yield made
     finally:
-        made.remove()
+        left = made.remove()
         shutil.rmtree(folder, ignore_errors=True)
-        for name in made.names:
-            with pytest.raises(KeyError):
-                pwd.getpwnam(name)
+        assert not left, f"accounts the test made are still there: {left}"
 
 
 def test_a_term_through_the_exchange_with_real_accounts(course, course_copy, accounts, capsys):

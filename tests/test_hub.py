@@ -48,7 +48,7 @@ from autograder.course import config, corpus
 from autograder.hub import code_copy
 from autograder.mistakes import cohort
 from selfcheck.program import grade_id
-from test_accounts import accounts, python_shown  # noqa: F401 - accounts is a fixture
+from test_accounts import accounts, passwd_held, python_shown, userdel  # noqa: F401 - accounts is a fixture
 from test_browser import (LAB_SETTINGS, _assignment_list, _cells, _hand_grade, _index, _run,  # noqa: F401
                           _score_cells, _shot, _validate, browser)
 
@@ -120,12 +120,14 @@ class Hub:
 def _course_groups(course_id):
     groups = [f"nbgrader-{course_id}", f"formgrade-{course_id}"]
     try:
-        for group in groups:
-            subprocess.run(["groupadd", group], check=True, capture_output=True)
+        with passwd_held():
+            for group in groups:
+                subprocess.run(["groupadd", group], check=True, capture_output=True)
         yield groups
     finally:
-        for group in groups:
-            subprocess.run(["groupdel", group], capture_output=True)
+        with passwd_held():
+            for group in groups:
+                subprocess.run(["groupdel", group], capture_output=True)
 
 
 @pytest.fixture
@@ -163,10 +165,12 @@ def hub(copy_course, accounts, chromium):  # noqa: F811 - accounts is test_accou
         students = [accounts.add(s) for s in ("ada", "bob")]
         ta = accounts.add("tia")
         password = secrets.token_urlsafe(12)
-        subprocess.run(["chpasswd"], input="".join(f"{n}:{password}\n" for n in students + [ta]),
-                       text=True, check=True)
-        for name, group in [(s, students_group) for s in students] + [(ta, graders_group)]:
-            subprocess.run(["usermod", "-aG", group, name], check=True)
+        with passwd_held():
+            subprocess.run(["chpasswd"], input="".join(f"{n}:{password}\n" for n in students + [ta]),
+                           text=True, check=True)
+            for name, group in [(s, students_group) for s in students] + [(ta, graders_group)]:
+                subprocess.run(["usermod", "-aG", group, name], check=True)
+        for name in students + [ta]:
             _quiet_lab(pwd.getpwnam(name))
         os.chmod(pwd.getpwnam(students[1]).pw_dir, 0o755)     # as `useradd -m` leaves it on Debian
         # the course folder is the grading account's alone; the exchange is opened by it
@@ -268,8 +272,9 @@ def test_the_readmes_accounts_keep_each_home_from_classmates(accounts):  # noqa:
     commands = [re.sub(r"\b(alice|bob|tom)\b", lambda m: names[m[1]], c) for c in commands]
     names["grader"] = f"grader-{course_id}"
     try:
-        for command in commands:
-            subprocess.run(command, shell=True, check=True, capture_output=True)
+        with passwd_held():
+            for command in commands:
+                subprocess.run(command, shell=True, check=True, capture_output=True)
         ann, bob = pwd.getpwnam(names["alice"]), names["bob"]
         cache = os.path.join(ann.pw_dir, ".local", "share", "jupyter", "nbgrader_cache", course_id,
                              f"{ann.pw_name}+attention+2026-12-01 10:00:00.000000 UTC")
@@ -281,13 +286,11 @@ def test_the_readmes_accounts_keep_each_home_from_classmates(accounts):  # noqa:
         assert stat.S_IMODE(os.stat(ann.pw_dir).st_mode) == 0o700
         assert accounts.probe(ann.pw_name, work)[work]["read"]          # she still reads her own
     finally:
-        for name in names.values():
-            subprocess.run(["userdel", "-r", name], capture_output=True)
-        for group in (f"nbgrader-{course_id}", f"formgrade-{course_id}"):
-            subprocess.run(["groupdel", group], capture_output=True)
-        for name in names.values():
-            with pytest.raises(KeyError):
-                pwd.getpwnam(name)
+        with passwd_held():
+            left = {name: said for name in names.values() if (said := userdel(name, "-r")) is not None}
+            for group in (f"nbgrader-{course_id}", f"formgrade-{course_id}"):
+                subprocess.run(["groupdel", group], capture_output=True)
+        assert not left, f"accounts the test made are still there: {left}"
 
 
 def _quiet_lab(entry):
@@ -492,7 +495,8 @@ def test_a_term_on_the_hub(hub, browser):  # noqa: F811 - browser is test_browse
     _trains_on_the_corpus(hub, pages[ada], ada)
 
     # a TA taken out of the group loses formgrader at the hub's next read of the groups
-    subprocess.run(["gpasswd", "-d", hub.ta, f"formgrade-{course.course_id}"], check=True, capture_output=True)
+    with passwd_held():
+        subprocess.run(["gpasswd", "-d", hub.ta, f"formgrade-{course.course_id}"], check=True, capture_output=True)
     time.sleep(REFRESH + 1)
     ta.goto(f"{hub.url}/hub/home")
     _shot(ta, "ta-8-removed", SHOTS)
