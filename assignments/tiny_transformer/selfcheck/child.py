@@ -95,7 +95,7 @@ class _Channel:
     def stand_in(self, name, cell):
         def call(*args, **kwargs):
             try:
-                message = wire.pack((name, list(args), kwargs))
+                message = wire.pack_call(name, args, kwargs)
             except wire.WireError as exc:
                 raise TypeError(f"`{name}` is another part's function, answered by the grader: "
                                 f"it takes numbers, arrays, strings, lists, tuples and dicts, not {exc}") from None
@@ -152,7 +152,7 @@ def _serve(ns, names, fds):
             name, args, kwargs = request
             if name not in names:
                 raise NameError(f"no stand-in named {str(name)[:80]!r}")
-            reply = wire.pack((True, ns[name](*args, **kwargs)))
+            reply = wire.pack_answer(ns[name](*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - the type and message only, never a frame
             reply = wire.pack((False, f"{type(exc).__name__}: {str(exc)[:300]}"))
         replies.write(wire.FRAME.pack(len(reply)) + reply)
