@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from selfcheck import wire
+from selfcheck import packing, wire
 
 
 VALUES = [1, 2.5, float("nan"), float("-inf"), True, None, "text", "a\u202eb\x00",
@@ -44,7 +44,7 @@ def test_round_trip(value):
 @pytest.mark.parametrize("value", VALUES)
 def test_the_stand_ins_packing_rebuilds_what_json_does(value):
     """The stand-ins' channel packs bytes for speed; what arrives is what the JSON form gives."""
-    assert _same(wire.unpack(wire.pack(value)), wire.loads(wire.dumps(value)))
+    assert _same(packing.unpack(packing.pack(value)), wire.loads(wire.dumps(value)))
 
 
 @pytest.mark.parametrize("value", [object(), np.array(["a"]), {1: 2}, lambda: 0, np.array([object()])])
@@ -52,7 +52,7 @@ def test_objects_are_refused(value):
     with pytest.raises(wire.WireError):
         wire.encode(value)
     with pytest.raises(wire.WireError):
-        wire.pack(value)
+        packing.pack(value)
 
 
 @pytest.mark.parametrize("data", [
@@ -62,7 +62,7 @@ def test_objects_are_refused(value):
 ])
 def test_hostile_packed_data_is_refused(data):
     with pytest.raises(wire.WireError):
-        wire.unpack(data)
+        packing.unpack(data)
 
 
 @pytest.mark.parametrize("data", [
@@ -77,11 +77,11 @@ def test_hostile_wire_data_is_refused(data):
 def _messages():
     """The stand-ins' messages the quick reader takes, and near misses of each."""
     rng = np.random.default_rng(5)
-    whole = [wire.pack_call("softmax", (rng.normal(size=8),), {}),
-             wire.pack_call("entropy_bits", (rng.random(8).astype(np.float32), np.zeros((0, 3))), {}),
-             wire.pack_call("f", (), {}), wire.pack_call("attend", (np.ones((2, 3)), np.arange(4)), {}),
-             wire.pack_answer(rng.random(8)), wire.pack_answer(0.25), wire.pack_answer(np.float64(-1.0)),
-             wire.pack_answer(np.zeros((3, 0, 2), dtype=np.int8)), wire.pack_answer(np.array(7.0))]
+    whole = [packing.pack_call("softmax", (rng.normal(size=8),), {}),
+             packing.pack_call("entropy_bits", (rng.random(8).astype(np.float32), np.zeros((0, 3))), {}),
+             packing.pack_call("f", (), {}), packing.pack_call("attend", (np.ones((2, 3)), np.arange(4)), {}),
+             packing.pack_answer(rng.random(8)), packing.pack_answer(0.25), packing.pack_answer(np.float64(-1.0)),
+             packing.pack_answer(np.zeros((3, 0, 2), dtype=np.int8)), packing.pack_answer(np.array(7.0))]
     for message in whole:
         yield message
         for cut in range(len(message)):
@@ -98,19 +98,19 @@ def test_the_quick_reader_reads_what_the_general_one_does():
     quick = 0
     for message in _messages():
         try:
-            general = wire._general(message)
+            general = packing._general(message)
         except wire.WireError:
             with pytest.raises(wire.WireError):
-                wire.unpack(message)
+                packing.unpack(message)
             continue
-        assert _same(wire.unpack(message), general), message
-        quick += wire._quick(message) is not None
+        assert _same(packing.unpack(message), general), message
+        quick += packing._quick(message) is not None
     assert quick > 40
 
 
 @pytest.mark.parametrize("value", VALUES + [np.ones(3), np.zeros((2, 0))])
 def test_the_stand_ins_messages_are_packed_as_pack_does(value):
     args = value if isinstance(value, tuple) else (value,)
-    assert wire.pack_call("softmax", args, {}) == wire.pack(("softmax", list(args), {}))
-    assert wire.pack_call("softmax", args, {"axis": -1}) == wire.pack(("softmax", list(args), {"axis": -1}))
-    assert wire.pack_answer(value) == wire.pack((True, value))
+    assert packing.pack_call("softmax", args, {}) == packing.pack(("softmax", list(args), {}))
+    assert packing.pack_call("softmax", args, {"axis": -1}) == packing.pack(("softmax", list(args), {"axis": -1}))
+    assert packing.pack_answer(value) == packing.pack((True, value))

@@ -25,7 +25,7 @@ from typing import IO
 
 import numpy  # noqa: F401 - loaded before "ready": a numpy that does not load is the grader's failure
 
-from selfcheck import causes, wire
+from selfcheck import causes, packing, wire
 
 PRINT_TAIL = 2000
 
@@ -95,7 +95,7 @@ class _Channel:
     def stand_in(self, name, cell):
         def call(*args, **kwargs):
             try:
-                message = wire.pack_call(name, args, kwargs)
+                message = packing.pack_call(name, args, kwargs)
             except wire.WireError as exc:
                 raise TypeError(f"`{name}` is another part's function, answered by the grader: "
                                 f"it takes numbers, arrays, strings, lists, tuples and dicts, not {exc}") from None
@@ -108,7 +108,7 @@ class _Channel:
             assert self.stand_ins is not None, "stand-ins are loaded only with their pipes"
             to, back = self.stand_ins
             try:
-                to.write(wire.FRAME.pack(len(message)) + message)
+                to.write(packing.FRAME.pack(len(message)) + message)
                 to.flush()
                 reply = _read_frame(back)
             except (OSError, wire.WireError):
@@ -128,21 +128,21 @@ class _Channel:
 def _read_frame(stream):
     """One message of the stand-ins' channel, unpacked (a WireError when malformed); None at the end
     of the stream or past the largest message."""
-    head = stream.read(wire.FRAME.size)
-    if len(head) < wire.FRAME.size:
+    head = stream.read(packing.FRAME.size)
+    if len(head) < packing.FRAME.size:
         return None
-    size = wire.FRAME.unpack(head)[0]
-    if size > wire.MAX_BYTES:           # past what the channel carries: it ends here
+    size = packing.FRAME.unpack(head)[0]
+    if size > wire.MAX_BYTES:              # past what the channel carries: it ends here
         return None
     body = stream.read(size)
     if len(body) < size:
         return None
-    return wire.unpack(body)
+    return packing.unpack(body)
 
 
 def _serve(ns, names, fds):
     """The stand-ins' process: answer calls to ``names`` from the pipes, plain data only (packed
-    by :func:`selfcheck.wire.pack`: these calls can number tens of thousands)."""
+    by :func:`selfcheck.packing.pack`: these calls can number tens of thousands)."""
     requests, replies = os.fdopen(fds[0], "rb"), os.fdopen(fds[1], "wb")
     while True:
         try:
@@ -152,10 +152,10 @@ def _serve(ns, names, fds):
             name, args, kwargs = request
             if name not in names:
                 raise NameError(f"no stand-in named {str(name)[:80]!r}")
-            reply = wire.pack_answer(ns[name](*args, **kwargs))
+            reply = packing.pack_answer(ns[name](*args, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - the type and message only, never a frame
-            reply = wire.pack((False, f"{type(exc).__name__}: {str(exc)[:300]}"))
-        replies.write(wire.FRAME.pack(len(reply)) + reply)
+            reply = packing.pack((False, f"{type(exc).__name__}: {str(exc)[:300]}"))
+        replies.write(packing.FRAME.pack(len(reply)) + reply)
         replies.flush()
 
 
