@@ -14,6 +14,7 @@ parent handed over: the code behind it never enters this process. That
 process runs this same module, serving only the names it stands in for.
 """
 
+import _thread
 import importlib
 import io
 import json
@@ -81,6 +82,8 @@ class _Channel:
         self.requests, self.answers = requests, answers
         self.stand_ins: tuple[IO[bytes], IO[bytes]] | None = None   # (to, from): the stand-ins' pipes
         self.started = False
+        self.pid = os.getpid()
+        self.turn = _thread.allocate_lock()   # one call at a time on the pipes, whatever the threads
 
     def send(self, message):
         self.answers.write(json.dumps(message) + "\n")
@@ -99,30 +102,41 @@ class _Channel:
             except wire.WireError as exc:
                 raise TypeError(f"`{name}` is another part's function, answered by the grader: "
                                 f"it takes numbers, arrays, strings, lists, tuples and dicts, not {exc}") from None
-            if not self.started:          # the grader starts the stand-ins' process on demand
-                self.send({"op": "stand-ins"})
-                reply = self.receive()
-                if not reply.get("ok"):
-                    raise StandInError(f"`{name}` (another part's function) is not available: {reply.get('error')}")
-                self.started = True
-            assert self.stand_ins is not None, "stand-ins are loaded only with their pipes"
-            to, back = self.stand_ins
-            try:
-                to.write(packing.FRAME.pack(len(message)) + message)
-                to.flush()
-                reply = _read_frame(back)
-            except (OSError, wire.WireError):
-                reply = None
-            if reply is None:
-                raise StandInError(f"`{name}` (another part's function, answered by the grader) stopped "
-                                   "answering: it ran out of memory or time on the arguments it was given")
-            ok, value = reply
-            if not ok:
-                raise StandInError(f"`{name}` (another part's function, answered by the grader): {value}")
-            return value
+            if len(message) > wire.MAX_BYTES:
+                raise StandInError(f"`{name}` (another part's function, answered by the grader) takes at most "
+                                   f"{wire.MAX_BYTES >> 20} MB of arguments a call; these came to "
+                                   f"{len(message) / 2 ** 20:.0f} MB")
+            if os.getpid() != self.pid:
+                raise StandInError(f"`{name}` (another part's function, answered by the grader) can be called "
+                                   "only from the process the notebook's code runs in, not from one it forked")
+            with self.turn:
+                return self._call(name, message)
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"Stands in for `{name}` of cell '{cell}': the grader's process answers each call."
         return call
+
+    def _call(self, name, message):
+        if not self.started:          # the grader starts the stand-ins' process on demand
+            self.send({"op": "stand-ins"})
+            reply = self.receive()
+            if not reply.get("ok"):
+                raise StandInError(f"`{name}` (another part's function) is not available: {reply.get('error')}")
+            self.started = True
+        assert self.stand_ins is not None, "stand-ins are loaded only with their pipes"
+        to, back = self.stand_ins
+        try:
+            to.write(packing.FRAME.pack(len(message)) + message)
+            to.flush()
+            reply = _read_frame(back)
+        except (OSError, wire.WireError):
+            reply = None
+        if reply is None:
+            raise StandInError(f"`{name}` (another part's function, answered by the grader) stopped "
+                               "answering: it ran out of memory or time on the arguments it was given")
+        ok, value = reply
+        if not ok:
+            raise StandInError(f"`{name}` (another part's function, answered by the grader): {value}")
+        return value
 
 
 def _read_frame(stream):
@@ -153,6 +167,9 @@ def _serve(ns, names, fds):
             if name not in names:
                 raise NameError(f"no stand-in named {str(name)[:80]!r}")
             reply = packing.pack_answer(ns[name](*args, **kwargs))
+            if len(reply) > wire.MAX_BYTES:     # the student's side would not read it
+                raise ValueError(f"its answer came to {len(reply) / 2 ** 20:.0f} MB, more than the "
+                                 f"{wire.MAX_BYTES >> 20} MB a call's answer may be")
         except BaseException as exc:  # noqa: BLE001 - the type and message only, never a frame
             reply = packing.pack((False, f"{type(exc).__name__}: {str(exc)[:300]}"))
         replies.write(packing.FRAME.pack(len(reply)) + reply)
