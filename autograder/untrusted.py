@@ -203,8 +203,20 @@ class UnsafeId(CourseError):
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 # a piece a spreadsheet could split off: after a separator some locale or import dialog uses (the
 # comma, the semicolon, the bar, a tab, any line break), past spaces of any width
-_PIECE = re.compile(r"(^|[;,|\t\n\r\x0b\x0c\x85\u2028\u2029])([ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]*)"
+_SEPARATORS = "[;,|\t\n\r\x0b\x0c\x85\u2028\u2029]"
+_PIECE = re.compile(rf"(^|{_SEPARATORS})([ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]*)"
                     r"(?=[=+\-@\uff1d\uff0b\uff0d\uff20])")
+# a piece that is a signed number, as the grader's messages list them ("[1.5, -2.71, -inf]"): split
+# off, a spreadsheet reads it as that number, so it keeps its sign unguarded
+_PLAIN = re.compile(rf"[+-](?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+|inf|nan)[ )\]}}]*(?={_SEPARATORS}|$)", re.I)
+
+
+def _guard(piece: re.Match) -> str:
+    """A ``'`` after the separator and spaces of ``piece``, unless what follows is a plain number
+    (the field's own start is always guarded)."""
+    if piece.group(1) and _PLAIN.match(piece.string, piece.end()):
+        return piece.group(0)
+    return piece.group(0) + "'"
 
 
 class Figure:
@@ -226,13 +238,14 @@ def cell(value: Any) -> Any:
     """A CSV field no spreadsheet runs: numbers (and text that is a plain number) as they are;
     other text clean (:func:`selfcheck.wire.clean_text`), with a ``'`` before each piece a
     spreadsheet could split off (at ``;``, ``,``, a tab, a newline) that would start with ``=``,
-    ``+``, ``-`` or ``@``, as OWASP recommends for the field's start."""
+    ``+``, ``-`` or ``@``, as OWASP recommends for the field's start, unless that piece is a plain
+    signed number (``, -2.71``)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = clean_text("" if value is None else value)
     if _NUMBER.fullmatch(text):
         return Figure(text)
-    return _PIECE.sub(r"\1\2'", text)
+    return _PIECE.sub(_guard, text)
 
 
 def id_cell(value: Any, column: str) -> str:

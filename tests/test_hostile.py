@@ -298,7 +298,8 @@ def test_every_export_holds_clean_spreadsheet_safe_text(batch):
                                             for ch in c)], name
         assert not [c for c in cells if "\u202e" in c], name
         pieces = [p.lstrip(" \t") for c in cells for p in re.split(r"[;,\t\n\r]", c)]
-        assert not [p for p in pieces if p.startswith(("=", "+", "-", "@")) and not re.fullmatch(r"-[\d.]+", p)], name
+        assert not [p for p in pieces if p.startswith(("=", "+", "-", "@"))
+                    and not re.fullmatch(r"[+-]([\d.]+(e[+-]?\d+)?|inf|nan)[ )\]}]*", p, re.I)], name
         ids = {row[i] for row in rows[1:] for i in id_columns} - {""}
         if not ids:
             continue                # no roster: moodle_grades.csv has no e-mail nor ID number to match by

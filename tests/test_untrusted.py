@@ -123,13 +123,17 @@ def test_csv_exports_quote_text_guard_each_piece_and_keep_ids(tmp_path):
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert rows[0]["student"] == "-john@x.edu" and rows[0]["total"] == "-0.5"
-    assert rows[0]["reason"] == "…: ValueError: ;'=1+2;'@SUM(1+1);'=cmd|' /C calc'!A0, '-2+3,\t'+4\n'=5"
+    assert rows[0]["reason"] == "…: ValueError: ;'=1+2;'@SUM(1+1);'=cmd|' /C calc'!A0, '-2+3,\t+4\n'=5"
     assert rows[1]["reason"] == "'=HYPERLINK(\"x\")"
+    # a signed number split off is read as that number: the grader's lists of numbers keep their signs
+    listed = "got [1.5007, -2.7137, -0.3632, -inf], +1e-05), -2.5x, -1-1, -1+cmd|' /C calc'!A0"
+    assert untrusted.cell(listed) == "got [1.5007, -2.7137, -0.3632, -inf], +1e-05), '-2.5x, '-1-1, '-1+cmd|' /C calc'!A0"
+    assert untrusted.cell("-2.5, a") == "'-2.5, a"         # the field's start is always guarded
     # the bar, Unicode line breaks and wide spaces before a piece, and full-width formula signs
-    odd = "a|=1\u2028=2\u2029\u3000+3;\u00a0@4,\uff1d5"
+    odd = "a|=1\u2028=2\u2029\u3000+A3;\u00a0@4,\uff1d5"
     untrusted.write_csv(str(tmp_path / "odd.csv"), ["reason"], [{"reason": odd}])
     with open(tmp_path / "odd.csv", newline="", encoding="utf-8") as fh:
-        assert next(csv.DictReader(fh))["reason"] == "a|'=1\u2028'=2\u2029\u3000'+3;\u00a0'@4,'\uff1d5"
+        assert next(csv.DictReader(fh))["reason"] == "a|'=1\u2028'=2\u2029\u3000'+A3;\u00a0'@4,'\uff1d5"
     with pytest.raises(untrusted.UnsafeId, match="formula"):
         untrusted.write_csv(str(tmp_path / "x.csv"), ["student"], [{"student": "=1+2"}], ids=("student",))
     assert open(path, encoding="utf-8", newline="").read() == raw and not os.path.exists(path + ".tmp")
