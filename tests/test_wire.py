@@ -114,3 +114,12 @@ def test_the_stand_ins_messages_are_packed_as_pack_does(value):
     assert packing.pack_call("softmax", args, {}) == packing.pack(("softmax", list(args), {}))
     assert packing.pack_call("softmax", args, {"axis": -1}) == packing.pack(("softmax", list(args), {"axis": -1}))
     assert packing.pack_answer(value) == packing.pack((True, value))
+
+
+def test_an_array_in_the_other_byte_order_crosses_as_the_same_numbers():
+    """A big-endian array (read from a file, say) holds numbers like any other: both ways across
+    give them back in this machine's order, not a refusal."""
+    other = np.arange(6, dtype=">f8").reshape(2, 3) if np.little_endian else np.arange(6, dtype="<f8").reshape(2, 3)
+    for back in (wire.loads(wire.dumps(other)), packing.unpack(packing.pack(other)),
+                 packing.unpack(packing.pack_call("softmax", (other,), {}))[1][0]):
+        assert back.dtype == np.float64 and back.dtype.isnative and np.array_equal(back, other)

@@ -47,6 +47,9 @@ def _pack(value, out, depth):
     if kind is np.ndarray:
         name = DTYPE_NAMES.get(value.dtype)
         if name is None:
+            value = wire.in_native_order(value)
+            name = DTYPE_NAMES.get(value.dtype)
+        if name is None:
             raise WireError(f"array of dtype {value.dtype} (expected numbers)")
         if value.ndim >= len(_SHAPES):
             raise WireError(f"an array of {value.ndim} dimensions")

@@ -16,6 +16,7 @@ import base64
 import json
 import math
 import re
+import sys
 import unicodedata
 
 from typing import Any
@@ -24,6 +25,7 @@ DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "float32", "float64"}
 DTYPE_NAMES: dict[Any, str] = {}      # dtype -> its name (dtype.name is slow to ask, often): see load_numpy
 MAX_DEPTH = 20
+_LITTLE = sys.byteorder == "little"
 MAX_BYTES = 16 << 20        # one message from the student's process
 MAX_PARTS = 200_000         # lists and dicts in one message (each costs the parser memory)
 MAX_TEXT = 65_536           # characters of one string
@@ -85,6 +87,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.ndarray):
+        value = in_native_order(value)
         name = DTYPE_NAMES.get(value.dtype)
         if name is None:
             raise WireError(f"array of dtype {value.dtype} (expected numbers)")
@@ -101,6 +104,13 @@ def encode(value: Any, _depth: int = 0) -> Any:
         return {"__dict__": {k: encode(v, _depth + 1) for k, v in value.items()}}
     raise WireError(f"a {type(value).__name__} (expected numbers, arrays, "
                     "strings, lists, tuples or dicts)")
+
+
+def in_native_order(array: Any) -> Any:
+    """``array`` in this machine's byte order: a big-endian array of numbers is numbers too."""
+    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "<" and not _LITTLE):
+        return array.astype(array.dtype.newbyteorder("="))
+    return array
 
 
 def decode(data: Any) -> Any:
