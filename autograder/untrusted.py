@@ -202,19 +202,22 @@ class UnsafeId(CourseError):
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 # a piece a spreadsheet could split off: after a separator some locale or import dialog uses (the
-# comma, the semicolon, the bar, a tab, any line break), past spaces of any width
+# comma, the semicolon, the bar, a tab, any line break), past spaces of any width and a text
+# qualifier (an import dialog takes a quoted piece's inside as the cell)
 _SEPARATORS = "[;,|\t\n\r\x0b\x0c\x85\u2028\u2029]"
-_PIECE = re.compile(rf"(^|{_SEPARATORS})([ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]*)"
+_PIECE = re.compile(rf"(^|{_SEPARATORS})([ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]*\"?)"
                     r"(?=[=+\-@\uff1d\uff0b\uff0d\uff20])")
-# a piece that is a signed number, as the grader's messages list them ("[1.5, -2.71, -inf]"): split
-# off, a spreadsheet reads it as that number, so it keeps its sign unguarded
-_PLAIN = re.compile(rf"[+-](?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+|inf|nan)[ )\]}}]*(?={_SEPARATORS}|$)", re.I)
+# a signed number, as the grader's messages list them ("[1.5, -2.71, -inf]")
+_PLAIN = re.compile(r"[+-](?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+|inf|nan)[ )\]}]*", re.I)
 
 
 def _guard(piece: re.Match) -> str:
     """A ``'`` after the separator and spaces of ``piece``, unless what follows is a plain number
-    (the field's own start is always guarded)."""
-    if piece.group(1) and _PLAIN.match(piece.string, piece.end()):
+    up to the same separator or the field's end: a spreadsheet that splits the piece off there
+    splits it off after it too, and reads a number (the field's own start is always guarded)."""
+    text, separator = piece.string, piece.group(1)
+    plain = separator and _PLAIN.match(text, piece.end())
+    if plain and text[plain.end():plain.end() + 1] in ("", separator):
         return piece.group(0)
     return piece.group(0) + "'"
 

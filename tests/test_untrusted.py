@@ -123,12 +123,19 @@ def test_csv_exports_quote_text_guard_each_piece_and_keep_ids(tmp_path):
     with open(path, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert rows[0]["student"] == "-john@x.edu" and rows[0]["total"] == "-0.5"
-    assert rows[0]["reason"] == "…: ValueError: ;'=1+2;'@SUM(1+1);'=cmd|' /C calc'!A0, '-2+3,\t+4\n'=5"
+    assert rows[0]["reason"] == "…: ValueError: ;'=1+2;'@SUM(1+1);'=cmd|' /C calc'!A0, '-2+3,\t'+4\n'=5"
     assert rows[1]["reason"] == "'=HYPERLINK(\"x\")"
     # a signed number split off is read as that number: the grader's lists of numbers keep their signs
     listed = "got [1.5007, -2.7137, -0.3632, -inf], +1e-05), -2.5x, -1-1, -1+cmd|' /C calc'!A0"
     assert untrusted.cell(listed) == "got [1.5007, -2.7137, -0.3632, -inf], +1e-05), '-2.5x, '-1-1, '-1+cmd|' /C calc'!A0"
     assert untrusted.cell("-2.5, a") == "'-2.5, a"         # the field's start is always guarded
+    # a number is left unguarded only up to the separator before it: a spreadsheet that does not
+    # split at a different one (a newline, a bar, a comma where it is the decimal mark) would run
+    # what follows it as the number's formula; and a quoted piece is guarded inside its quote
+    for attack in ("x,-1\n*cmd|' /C calc'!A0,", "x;-1,5+cmd|' /C calc'!A0;", "x,-1)\n/A1", "x,+1e5\n^A1",
+                   "x,-inf\n*A1", "x,-1|*A1", "x,-1\u2028*A1"):
+        assert untrusted.cell(attack) == attack.replace(attack[1], attack[1] + "'", 1), attack
+    assert untrusted.cell('a,"=cmd|x!A0"') == 'a,"\'=cmd|x!A0"'
     # the bar, Unicode line breaks and wide spaces before a piece, and full-width formula signs
     odd = "a|=1\u2028=2\u2029\u3000+A3;\u00a0@4,\uff1d5"
     untrusted.write_csv(str(tmp_path / "odd.csv"), ["reason"], [{"reason": odd}])
