@@ -20,6 +20,7 @@ import io
 import json
 import linecache
 import os
+import signal
 import sys
 import traceback
 from typing import IO
@@ -84,6 +85,8 @@ class _Channel:
         self.started = False
         self.pid = os.getpid()
         self.turn = _thread.allocate_lock()   # one call at a time on the pipes, whatever the threads
+        self.holder: int | None = None        # the thread making the call under way
+        self.broken = ""                      # why no call can be answered any more
 
     def send(self, message):
         self.answers.write(json.dumps(message) + "\n")
@@ -109,34 +112,72 @@ class _Channel:
             if os.getpid() != self.pid:
                 raise StandInError(f"`{name}` (another part's function, answered by the grader) can be called "
                                    "only from the process the notebook's code runs in, not from one it forked")
-            with self.turn:
-                return self._call(name, message)
+            if self.holder == _thread.get_ident():
+                raise StandInError(f"`{name}` (another part's function, answered by the grader) was called while "
+                                   "a call to it was under way in the same thread (from __del__ or a signal handler?)")
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _async_signals())   # their handlers run after it
+            try:
+                with self.turn:
+                    reply = self._answer(name, message)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            ok, value = reply
+            if not ok:
+                raise StandInError(f"`{name}` (another part's function, answered by the grader): {value}")
+            return value
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"Stands in for `{name}` of cell '{cell}': the grader's process answers each call."
         return call
 
-    def _call(self, name, message):
+    def _answer(self, name, message):
+        """The answer to one call, its turn on the channel taken."""
+        if self.broken:
+            raise StandInError(self.broken)
+        self.holder = _thread.get_ident()
+        try:
+            reply = self._exchange(name, message)
+        except BaseException:
+            # cut short between its question and its answer: the next call would read this one's
+            self.broken = (f"`{name}` (another part's function, answered by the grader) stopped answering: "
+                           "an earlier call to it was cut short by an exception raised while it waited")
+            raise
+        finally:
+            self.holder = None
+        if reply is None:
+            self.broken = (f"`{name}` (another part's function, answered by the grader) stopped "
+                           "answering: it ran out of memory or time on the arguments it was given")
+            raise StandInError(self.broken)
+        return reply
+
+    def _exchange(self, name, message):
+        """One call's question and answer on the stand-ins' pipes (the stand-ins' process started on
+        the first): the answer, or None when the channel failed."""
         if not self.started:          # the grader starts the stand-ins' process on demand
             self.send({"op": "stand-ins"})
             reply = self.receive()
             if not reply.get("ok"):
-                raise StandInError(f"`{name}` (another part's function) is not available: {reply.get('error')}")
+                return False, f"not available: {reply.get('error')}"
             self.started = True
         assert self.stand_ins is not None, "stand-ins are loaded only with their pipes"
         to, back = self.stand_ins
         try:
             to.write(packing.FRAME.pack(len(message)) + message)
             to.flush()
-            reply = _read_frame(back)
+            return _read_frame(back)
         except (OSError, wire.WireError):
-            reply = None
-        if reply is None:
-            raise StandInError(f"`{name}` (another part's function, answered by the grader) stopped "
-                               "answering: it ran out of memory or time on the arguments it was given")
-        ok, value = reply
-        if not ok:
-            raise StandInError(f"`{name}` (another part's function, answered by the grader): {value}")
-        return value
+            return None
+
+def _async_signals():
+    """The signals a student's code may handle in Python (an alarm, say), held back while a call waits
+    for its answer so that no handler cuts it short; never the CPU limit's, nor a fault's."""
+    if not _ASYNC:
+        _ASYNC.update(signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP, signal.SIGXCPU, signal.SIGSEGV,
+                                                signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGTRAP,
+                                                signal.SIGSYS, signal.SIGABRT})
+    return _ASYNC
+
+
+_ASYNC: set = set()
 
 
 def _read_frame(stream):
