@@ -17,7 +17,7 @@ import pytest
 
 from autograder.mistakes import cohort
 from autograder.records.results import Submission
-from autograder.report import cohort_analysis, similarity, similarity_cache
+from autograder.report import code_size, cohort_analysis, similarity, similarity_cache
 from selfcheck.program import grade_id, read_notebook, source
 
 # A correct solution of the attention assignment's first part that neither the reference nor
@@ -500,3 +500,10 @@ def test_a_hand_in_graded_from_another_folder_is_still_compared(course, tmp_path
     paths = {similarity_cache.Cache(str(out), assignment.id, release, cells)._path(b"{}")
              for cells in (["softmax", "entropy_bits"], ["softmax"])}
     assert len(paths) == 2
+
+
+def test_a_string_of_any_quoting_counts_as_one_character_of_code():
+    """Python 3.11.2's possessive repeats (Debian 12's Python) cut a triple-quoted string short
+    and counted its text as code: whichever `re` runs here, each string is one."""
+    for code, size in (('"""a\nb"""\n', 1), ("'''a\n'b'''\n", 1), ("x = 'a b'  # c\n", 3), ('f = "a\\"b"\n', 3)):
+        assert code_size.code_size(code, 100) == size, code

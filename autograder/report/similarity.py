@@ -45,8 +45,6 @@ draws a person's eye instead of hiding a copy.
 
 import ast
 import io
-import re
-import sys
 import token
 import tokenize
 import zlib
@@ -54,6 +52,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from autograder.report import code_in_strings
+from autograder.report.code_size import code_size
 from selfcheck.program import program, source
 
 K = 5                  # tokens per k-gram: shorter and every `return np.` matches
@@ -93,37 +92,6 @@ def graded_code(nb: dict, release: dict, cells: Iterable[str]) -> dict[str, str]
                 name = f"{label} {n}"
             found[name] = code
     return found
-
-
-# --- how much code a cell holds: one linear pass, before anything is parsed ---------------------
-
-# Python's strings and comments, in forms that never backtrack far (each character can be read
-# one way only), so even a hostile cell is one linear pass; possessive repeats make it faster
-# where `re` has them (3.11), and mean nothing else
-_LEXEME_SOURCE = r"""(?P<string>'''[^'\\]*+(?:(?:\\.?|'(?!''))[^'\\]*+)*+(?:'''|\Z)""" \
-    r"""|\"\"\"[^"\\]*+(?:(?:\\.?|"(?!""))[^"\\]*+)*+(?:\"\"\"|\Z)""" \
-    r"""|'[^'\\\n]*+(?:\\.[^'\\\n]*+)*+'?|"[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"?)""" \
-    r"""|(?P<layout>(?=[\s#])\s*+(?:#[^\r\n]*+\s*+)*+)|(?P<code>[^\s#'"]++)"""
-_LEXEMES = re.compile(_LEXEME_SOURCE if sys.version_info >= (3, 11) else
-                      _LEXEME_SOURCE.replace("*+", "*").replace("++", "+"), re.S)
-_F_PREFIX = re.compile(r"(?<!\w)(?:[fF][rR]?|[rR][fF])\Z")
-
-
-def code_size(code: str, limit: int = MAX_CODE_CHARS) -> int:
-    """The characters of code in ``code``, counting stops past ``limit``: comments and layout
-    count nothing and a plain string counts one (the parser keeps its text as it is); an
-    f-string counts whole, since its braces hold code."""
-    size, before = 0, ""
-    for match in _LEXEMES.finditer(code):
-        kind, text = match.lastgroup, match.group()
-        if kind == "code":
-            size += len(text)
-        elif kind == "string":
-            size += len(text) if _F_PREFIX.search(before) else 1
-        before = text if kind == "code" else ""
-        if size > limit:
-            break
-    return size
 
 
 # --- the code as Python reads it ------------------------------------------------------------------
