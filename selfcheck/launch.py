@@ -15,6 +15,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 RLimit = tuple[int, tuple[int, int]]     # (resource.RLIMIT_..., (soft, hard))
+# a jail that caps its processes from inside (selfcheck.child sets RLIMIT_NPROC to it, first)
+MAX_PROCESSES_VARIABLE = "COURSE_SANDBOX_PROCESSES"
 
 
 class Launch:

@@ -23,11 +23,13 @@ bubblewrap (``bwrap``), never with a privilege over anything on the host:
   code would hold capabilities again);
 * **limits the kernel enforces per sandbox**: the address space of every
   process (``course.yaml`` memory_mb), CPU seconds (the part's budget), file
-  size and no core files; and, as root, the number of processes of the
-  sandbox's own user (``RLIMIT_NPROC``) and a cgroup per sandbox capping
+  size and no core files; the number of processes (``RLIMIT_NPROC``): as root,
+  of the sandbox's own leased user, with a cgroup per sandbox capping
   processes, memory and CPU (:mod:`autograder.sandbox.cgroup`), which also
   counts the CPU time the limits of :class:`selfcheck.student.Student` read
-  (``Launch.cpu``).
+  (``Launch.cpu``); otherwise, of the sandbox's own user namespace, set inside
+  it by :mod:`selfcheck.child` (set outside, the limit would count every
+  process of the grader's user).
 
 When bubblewrap is missing or cannot create namespaces (some containers
 forbid them), :func:`jail` returns a :class:`WeakJail` and says so once on

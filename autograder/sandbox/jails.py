@@ -17,7 +17,7 @@ import sys
 
 from autograder.sandbox.as_root import Lease, privileged_preexec, stage_binds
 from autograder.sandbox.cgroup import MAX_PROCESSES, Cgroup
-from selfcheck.launch import Launch, RLimit, limited, rlimits
+from selfcheck.launch import MAX_PROCESSES_VARIABLE, Launch, RLimit, limited, rlimits
 
 INSIDE_CODE = "/opt/grader"             # where the selfcheck package appears in the sandbox
 INSIDE_CORPUS = "/opt/data"             # where the corpus appears in the sandbox
@@ -124,6 +124,9 @@ class BwrapJail:
                 raise
         else:
             preexec = limited(_limits(memory_mb, cpu_seconds))
+            # counted in the sandbox's own user namespace, so set inside it (selfcheck.child): set
+            # here, it would count every process of the grader's user
+            env[MAX_PROCESSES_VARIABLE] = str(MAX_PROCESSES)
 
         def release() -> None:
             if cgroup is not None:

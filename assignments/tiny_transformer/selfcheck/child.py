@@ -20,6 +20,7 @@ import io
 import json
 import linecache
 import os
+import resource
 import signal
 import sys
 import traceback
@@ -28,6 +29,7 @@ from typing import IO
 import numpy  # noqa: F401 - loaded before "ready": a numpy that does not load is the grader's failure
 
 from selfcheck import causes, packing, wire
+from selfcheck.launch import MAX_PROCESSES_VARIABLE
 
 PRINT_TAIL = 2000
 
@@ -272,6 +274,9 @@ def _call(ns, request):
 
 
 def main(answer_fd: str) -> None:
+    processes = os.environ.pop(MAX_PROCESSES_VARIABLE, "")
+    if processes:                             # the sandbox's own user's processes, whoever grades
+        resource.setrlimit(resource.RLIMIT_NPROC, (int(processes), int(processes)))
     answers = os.fdopen(int(answer_fd), "w", buffering=1)
     channel = _Channel(sys.stdin, answers)
     channel.send({"op": "ready"})
