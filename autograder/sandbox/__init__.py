@@ -146,5 +146,5 @@ def describe() -> str:
                 f"private filesystem view, PID/user/network namespaces, at most {MAX_PROCESSES} "
                 f"processes per sandbox, cgroup limits: {kinds}")
     return ("isolation: bubblewrap sandbox as the grader's own user (no capabilities), private "
-            "filesystem view, PID/user/network namespaces; no per-sandbox process, memory or CPU "
-            "cgroup (grading as an ordinary user)")
+            f"filesystem view, PID/user/network namespaces, at most {MAX_PROCESSES} processes per "
+            "sandbox; no per-sandbox memory or CPU cgroup (grading as an ordinary user)")
