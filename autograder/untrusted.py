@@ -202,11 +202,12 @@ class UnsafeId(CourseError):
 
 _NUMBER = re.compile(r"-?\d+(\.\d+)?")
 # a piece a spreadsheet could split off: after a separator some locale or import dialog uses (the
-# comma, the semicolon, the bar, a tab, any line break), past spaces of any width and a text
-# qualifier (an import dialog takes a quoted piece's inside as the cell)
-_SEPARATORS = "[;,|\t\n\r\x0b\x0c\x85\u2028\u2029]"
+# comma, the semicolon, the bar, a tab, any line break, and their Arabic, full-width and ideographic
+# forms), past spaces of any width and a text qualifier (an import dialog takes a quoted piece's
+# inside as the cell), starting with a formula's sign or one of its look-alikes
+_SEPARATORS = "[;,|\t\n\r\x0b\x0c\x85\u2028\u2029\u060c\u061b\u3001\uff0c\uff1b]"
 _PIECE = re.compile(rf"(^|{_SEPARATORS})([ \t\u00a0\u2000-\u200a\u202f\u205f\u3000]*\"?)"
-                    r"(?=[=+\-@\uff1d\uff0b\uff0d\uff20])")
+                    r"(?=[=+\-@\u2212\ufe62\ufe63\ufe66\ufe6b\uff1d\uff0b\uff0d\uff20])")
 # a signed number, as the grader's messages list them ("[1.5, -2.71, -inf]")
 _PLAIN = re.compile(r"[+-](?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+|inf|nan)[ )\]}]*", re.I)
 
@@ -214,9 +215,10 @@ _PLAIN = re.compile(r"[+-](?:\d+\.?\d*(?:e[+-]?\d+)?|\.\d+|inf|nan)[ )\]}]*", re
 def _guard(piece: re.Match) -> str:
     """A ``'`` after the separator and spaces of ``piece``, unless what follows is a plain number
     up to the same separator or the field's end: a spreadsheet that splits the piece off there
-    splits it off after it too, and reads a number (the field's own start is always guarded)."""
+    splits it off after it too, and reads a number (the field's own start, and a quoted piece,
+    whose inside is not split, are always guarded)."""
     text, separator = piece.string, piece.group(1)
-    plain = separator and _PLAIN.match(text, piece.end())
+    plain = separator and not piece.group(2).endswith('"') and _PLAIN.match(text, piece.end())
     if plain and text[plain.end():plain.end() + 1] in ("", separator):
         return piece.group(0)
     return piece.group(0) + "'"

@@ -136,6 +136,11 @@ def test_csv_exports_quote_text_guard_each_piece_and_keep_ids(tmp_path):
                    "x,-inf\n*A1", "x,-1|*A1", "x,-1\u2028*A1"):
         assert untrusted.cell(attack) == attack.replace(attack[1], attack[1] + "'", 1), attack
     assert untrusted.cell('a,"=cmd|x!A0"') == 'a,"\'=cmd|x!A0"'
+    # inside a quoted piece nothing is split: a number there is no exception; signs and separators
+    # that look like the ASCII ones are guarded as those are
+    for attack in ('a,"-1,5+1"', 'a\n"-1\n*0+1"', "a,\u22121+1", "a,\ufe661+1", "a\u060c=1", "a\uff0c=1"):
+        at = 2 + attack[2:3].startswith('"')
+        assert untrusted.cell(attack) == attack[:at] + "'" + attack[at:], attack
     # the bar, Unicode line breaks and wide spaces before a piece, and full-width formula signs
     odd = "a|=1\u2028=2\u2029\u3000+A3;\u00a0@4,\uff1d5"
     untrusted.write_csv(str(tmp_path / "odd.csv"), ["reason"], [{"reason": odd}])
