@@ -101,3 +101,17 @@ def test_the_stand_ins_answer_threads_in_turn_and_refuse_a_call_too_large_withou
     assert parts["softmax"].score < parts["softmax"].max_score, parts["softmax"].reason
     mask = parts["causal_mask"]
     assert mask.score == mask.max_score, mask.reason
+
+
+def test_a_channel_that_stopped_answering_is_named_first_without_a_guessed_mistake():
+    """When a stand-in's channel is gone every later call of the part fails with it: the reason
+    quotes that, not a likely mistake the failures seem to point to."""
+    stopped = ("masked_softmax of a 5 x 5 example: StandInError: `softmax` (another part's function, answered "
+               "by the grader) stopped answering: an earlier call to it was cut short by an exception raised while it waited")
+    checks = [Check("a", "rows sum to 1", "public", 1, "failed", stopped, mistake="mask-2d-only",
+                    diagnosis="the code assumes 2-D scores"),
+              Check("b", "ok", "public", 1, "passed")]
+    part = PartResult("causal_mask", 1, 2, "partial", "", checks)
+    assert part.diagnosis[1], "the example needs a likely mistake to leave out"
+    reason = suites._reason(part, [])
+    assert reason.startswith("1 of 2 checks did not pass; first: ") and "stopped answering" in reason, reason

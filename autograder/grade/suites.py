@@ -25,7 +25,7 @@ from autograder.course.config import Assignment, Course, Part
 from autograder.grade import reference_answers, reuse
 from autograder.grade.versions import file_hash
 from autograder.records.results import Check, PartResult
-from selfcheck import wire
+from selfcheck import child, wire
 from selfcheck.checks import CheckFailed, label
 from selfcheck.launch import Jail
 from selfcheck.notes import load_failure
@@ -177,6 +177,9 @@ def _reason(part, load_errors):
     if timeouts:                # the call that took too long, not a check it left unrun
         timed_out = next((c for c in timeouts if "not run:" not in c.message), timeouts[0])
         return f"Timed out: {timed_out.said}. {count}"
+    stopped = next((c for c in failing if child.STOPPED in c.message), None)
+    if stopped:                 # every later call of another part's function failed with it: no guess
+        return f"{count}; first: {stopped.said}"
     if diagnosis:               # what came back, unless a likely mistake already explains it
         first = failing[0].doc if failing[0].diagnosis else failing[0].said
         return f"Likely mistake: {diagnosis}. {count}; first: {first}"

@@ -33,6 +33,7 @@ from selfcheck import causes, packing, wire
 from selfcheck.launch import MAX_PROCESSES_VARIABLE
 
 PRINT_TAIL = 2000
+STOPPED = "stopped answering"     # a stand-in's channel is gone: no later call of the part is answered
 
 
 class StandInError(Exception):
@@ -141,14 +142,14 @@ class _Channel:
             reply = self._exchange(name, message)
         except BaseException:
             # cut short between its question and its answer: the next call would read this one's
-            self.broken = (f"`{name}` (another part's function, answered by the grader) stopped answering: "
+            self.broken = (f"`{name}` (another part's function, answered by the grader) {STOPPED}: "
                            "an earlier call to it was cut short by an exception raised while it waited")
             raise
         finally:
             self.holder = None
         if reply is None:
-            self.broken = (f"`{name}` (another part's function, answered by the grader) stopped "
-                           "answering: it ran out of memory or time on the arguments it was given")
+            self.broken = (f"`{name}` (another part's function, answered by the grader) {STOPPED}: "
+                           "it ran out of memory or time on the arguments it was given")
             raise StandInError(self.broken)
         return reply
 
