@@ -727,6 +727,21 @@ def test_a_call_that_never_returns_costs_at_most_two_time_limits(tmp_path):
     assert "1 s of CPU time" in kinds[0][1] and "not run" in kinds[-1][1], kinds
 
 
+def test_a_process_its_own_alarm_ends_is_not_said_to_have_met_the_memory_limit(tmp_path):
+    """Killed by a signal the code set up itself (an alarm with no handler), the process is said to
+    be, with the alarm named, not the memory limit the grader would have guessed."""
+    from selfcheck.student import StudentError
+    student = _student(tmp_path, "import signal, time\ndef wait():\n    signal.setitimer(signal.ITIMER_REAL, 0.05)\n"
+                                 "    time.sleep(5)\n")
+    try:
+        with pytest.raises(StudentError) as info:
+            student.wait()
+    finally:
+        student.close()
+    assert "SIGALRM" in info.value.message and "alarm" in info.value.message, info.value.message
+    assert "memory" not in info.value.message, info.value.message
+
+
 def test_a_sandbox_gets_one_core_whatever_it_forks(tmp_path):
     """As root, all the processes of one sandbox share one core (its cgroup's CPU quota), so a
     submission that forks cannot take the machine from its neighbours; the sandbox's CPU count,

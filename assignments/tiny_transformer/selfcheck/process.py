@@ -59,6 +59,10 @@ def _kill_tagged(token):
             return
 
 
+# how a process that met the memory limit dies (killed outright, or at an allocation that failed)
+_MEMORY_SIGNALS = {signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT, signal.SIGBUS}
+
+
 def _signal_name(code):
     try:
         return signal.Signals(-code).name
@@ -179,9 +183,12 @@ class Process:
             code = 128 - code
         if code < 0 and -code == signal.SIGXCPU:
             reason = "used more CPU time than allowed"
-        elif code < 0:
+        elif code < 0 and -code in _MEMORY_SIGNALS:
             reason = (f"was killed by {_signal_name(code)} (often the memory limit of "
                       f"{self.memory_mb} MB)")
+        elif code < 0:
+            reason = (f"was killed by {_signal_name(code)} (a signal the code sent itself or set up, "
+                      "an alarm or a timer, with no handler to catch it?)")
         else:
             reason = f"exited with status {code} (does the code call exit() or os._exit()?)"
         return StudentError("crashed", f"the process running your code {reason} while {what}")
