@@ -242,9 +242,8 @@ class Figure:
 def cell(value: Any) -> Any:
     """A CSV field no spreadsheet runs: numbers (and text that is a plain number) as they are;
     other text clean (:func:`selfcheck.wire.clean_text`), with a ``'`` before each piece a
-    spreadsheet could split off (at ``;``, ``,``, a tab, a newline) that would start with ``=``,
-    ``+``, ``-`` or ``@``, as OWASP recommends for the field's start, unless that piece is a plain
-    signed number (``, -2.71``)."""
+    spreadsheet could split off (:data:`_PIECE`) that would start a formula, as OWASP recommends for
+    the field's start, unless that piece is a plain signed number (:func:`_guard`)."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     text = clean_text("" if value is None else value)

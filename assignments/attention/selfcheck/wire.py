@@ -16,7 +16,6 @@ import base64
 import json
 import math
 import re
-import sys
 import unicodedata
 
 from typing import Any
@@ -25,7 +24,6 @@ DTYPES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16",
            "uint32", "uint64", "float16", "float32", "float64"}
 DTYPE_NAMES: dict[Any, str] = {}      # dtype -> its name (dtype.name is slow to ask, often): see load_numpy
 MAX_DEPTH = 20
-_LITTLE = sys.byteorder == "little"
 MAX_BYTES = 16 << 20        # one message from the student's process
 MAX_PARTS = 200_000         # lists and dicts in one message (each costs the parser memory)
 MAX_TEXT = 65_536           # characters of one string
@@ -108,9 +106,7 @@ def encode(value: Any, _depth: int = 0) -> Any:
 
 def in_native_order(array: Any) -> Any:
     """``array`` in this machine's byte order: a big-endian array of numbers is numbers too."""
-    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "<" and not _LITTLE):
-        return array.astype(array.dtype.newbyteorder("="))
-    return array
+    return array if array.dtype.isnative else array.astype(array.dtype.newbyteorder("="))
 
 
 def decode(data: Any) -> Any:

@@ -110,16 +110,16 @@ class _Channel:
                 raise TypeError(f"`{name}` is another part's function, answered by the grader: "
                                 f"it takes numbers, arrays, strings, lists, tuples and dicts, not {exc}") from None
             if len(message) > wire.MAX_BYTES:
-                raise StandInError(f"`{name}` (another part's function, answered by the grader) takes at most "
+                raise StandInError(f"{_answered(name)} takes at most "
                                    f"{wire.MAX_BYTES >> 20} MB of arguments a call; these came to "
                                    f"{len(message) / 2 ** 20:.0f} MB")
             if os.getpid() != self.pid:
-                raise StandInError(f"`{name}` (another part's function, answered by the grader) can be called "
+                raise StandInError(f"{_answered(name)} can be called "
                                    "only from the process the notebook's code runs in, not from one it forked")
             if self.holder == _thread.get_ident():
-                raise StandInError(f"`{name}` (another part's function, answered by the grader) was called while "
+                raise StandInError(f"{_answered(name)} was called while "
                                    "a call to it was under way in the same thread (from __del__ or a signal handler?)")
-            held = _signal.pthread_sigmask(_signal.SIG_BLOCK, _async_signals())   # their handlers run after it
+            held = _signal.pthread_sigmask(_signal.SIG_BLOCK, _HELD)   # their handlers run after it
             try:
                 with self.turn:
                     reply = self._answer(name, message)
@@ -127,7 +127,7 @@ class _Channel:
                 _signal.pthread_sigmask(_signal.SIG_SETMASK, held)
             ok, value = reply
             if not ok:
-                raise StandInError(f"`{name}` (another part's function, answered by the grader): {value}")
+                raise StandInError(f"{_answered(name)}: {value}")
             return value
         call.__name__ = call.__qualname__ = name
         call.__doc__ = f"Stands in for `{name}` of cell '{cell}': the grader's process answers each call."
@@ -142,13 +142,13 @@ class _Channel:
             reply = self._exchange(name, message)
         except BaseException:
             # cut short between its question and its answer: the next call would read this one's
-            self.broken = (f"`{name}` (another part's function, answered by the grader) {STOPPED}: "
+            self.broken = (f"{_answered(name)} {STOPPED}: "
                            "an earlier call to it was cut short by an exception raised while it waited")
             raise
         finally:
             self.holder = None
         if reply is None:
-            self.broken = (f"`{name}` (another part's function, answered by the grader) {STOPPED}: "
+            self.broken = (f"{_answered(name)} {STOPPED}: "
                            "it ran out of memory or time on the arguments it was given")
             raise StandInError(self.broken)
         return reply
@@ -171,17 +171,16 @@ class _Channel:
         except (OSError, wire.WireError):
             return None
 
-def _async_signals():
-    """The signals a student's code may handle in Python (an alarm, say), held back while a call waits
-    for its answer so that no handler cuts it short; never the CPU limit's, nor a fault's."""
-    if not _ASYNC:
-        _ASYNC.update(int(n) for n in signal.valid_signals() - {
-            signal.SIGKILL, signal.SIGSTOP, signal.SIGXCPU, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE,
-            signal.SIGILL, signal.SIGTRAP, signal.SIGSYS, signal.SIGABRT})
-    return _ASYNC
+
+def _answered(name):
+    return f"`{name}` (another part's function, answered by the grader)"
 
 
-_ASYNC: set[int] = set()
+# the signals a student's code may handle in Python (an alarm, say), held back while a call waits for
+# its answer so that no handler cuts it short; never the CPU limit's, nor a fault's
+_HELD = frozenset(int(n) for n in signal.valid_signals() - {
+    signal.SIGKILL, signal.SIGSTOP, signal.SIGXCPU, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE,
+    signal.SIGILL, signal.SIGTRAP, signal.SIGSYS, signal.SIGABRT})
 
 
 def _read_frame(stream):
