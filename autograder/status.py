@@ -175,7 +175,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
         now_totals[row["student_id"]] = f"{row['total']:g}"
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
     sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
-                ("written answers not graded yet in formgrader", unmarked),
+                ("hand-ins with written answers not graded yet in formgrader", unmarked),
                 ("hand grades to confirm in formgrader (the answer or the grader's score changed since)", changed),
                 ("grader errors", errors),
                 ("ids the class does not have (an extension or roster line applies to no one)",

@@ -262,7 +262,7 @@ def test_a_moved_deadline_and_a_new_extension_change_exactly_those_totals_at_reg
     assert "hand-ins not graded yet" in said and "totals the next `course export` changes: none" in said
     late_lines = said.split("late hand-ins:")[1].split("written answers")[0]
     assert "very_late/attention" in late_lines and "late/attention" not in late_lines.replace("very_late", "")
-    assert "written answers not graded yet in formgrader: 6" in said
+    assert "hand-ins with written answers not graded yet in formgrader: 6" in said
 
 
 @pytest.mark.slow

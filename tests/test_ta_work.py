@@ -37,7 +37,7 @@ LATER = NOW + datetime.timedelta(days=30)        # the second's, still ahead
 HANDED_IN = {"ann": DUE - datetime.timedelta(hours=1), "bob": DUE + datetime.timedelta(minutes=10),
              "cy": DUE + datetime.timedelta(hours=2)}
 TOKEN = "ta-work-formgrader-token"
-NOT_GRADED = "written answers not graded yet in formgrader"
+NOT_GRADED = "hand-ins with written answers not graded yet in formgrader"
 TO_CONFIRM = "hand grades to confirm in formgrader (the answer or the grader's score changed since)"
 # the TA's grades: (student, written answer) -> (score, comment)
 GRADES = {("ann", "answer_selection"): (1.0, "right"), ("ann", "answer_mask_order"): (1.0, ""),
