@@ -560,6 +560,35 @@ def test_gradebooks_of_one_url_share_an_engine_each_with_its_own_session(tmp_pat
         assert elsewhere.engine is not made_again.engine
 
 
+def test_one_autograde_run_holds_its_connections_and_asks_once_for_tables_and_course(tmp_path):
+    """Within ``held`` (one autograde run) Gradebooks on a URL reuse one connection, a gradebook
+    made within it gets its tables (the answer for a database still without them is never kept),
+    and the course is asked for once; after it no connection is left open, and a gradebook
+    deleted and made again is read afresh."""
+    from sqlalchemy import event
+    from autograder.nbgrader import shared_engine
+    path = tmp_path / "gradebook.db"
+    url = f"sqlite:///{path}"
+    with shared_engine.held():
+        with Gradebook(url, "course") as first:      # a new file: nbgrader makes its tables here
+            engine = first.engine
+            first.add_student("ann")
+        opened, asked = [], []
+        event.listen(engine, "connect", lambda *args: opened.append(1))
+        event.listen(engine, "before_cursor_execute", lambda conn, cursor, sql, *rest: asked.append(sql))
+        for _ in range(3):
+            with Gradebook(url, "course") as again:
+                assert [s.id for s in again.students] == ["ann"]
+        assert opened == [], "a Gradebook within one run made a connection of its own"
+        assert sum("sqlite_master" in sql for sql in asked) == 1, asked      # once, now that all are there
+        assert not any("FROM course" in sql for sql in asked), asked
+    assert engine.pool.checkedin() == 0, "a connection outlived the run"
+    path.unlink()
+    with shared_engine.held(), Gradebook(url, "course") as made_again:
+        assert made_again.students == []
+        assert [c.id for c in made_again.db.query(nbgrader.api.Course)] == ["course"]
+
+
 @pytest.mark.slow      # runs nbgrader's generate_assignment, and `course release`
 def test_a_release_is_registered_once_and_again_when_its_points_change(course_copy, tmp_path, monkeypatch):
     from autograder import cli

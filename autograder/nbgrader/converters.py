@@ -26,7 +26,7 @@ from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 
 from autograder.grade import handin
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder.nbgrader import shared_engine  # noqa: F401 - one engine per gradebook, its compiled statements kept
+from autograder.nbgrader import shared_engine
 from autograder.nbgrader import staging
 from autograder.nbgrader.staging import excluded_students
 
@@ -63,9 +63,14 @@ class _Staged(BaseConverter):
                     self._stage_student(base, student, release, staged)
             self._staged = staged
             try:
-                super().start()
+                with shared_engine.held():     # one run's Gradebooks share their connections
+                    self._convert(frozenset(os.listdir(staged)))
             finally:
                 self._staged = None
+
+    def _convert(self, students: frozenset[str]) -> None:
+        """nbgrader's run over the staged hand-ins, those of ``students``."""
+        super().start()
 
     def _stage_student(self, base: str, student: str, release: str, staged: str) -> None:
         shown = f"{self._input_folder()}/{student}"
@@ -108,13 +113,13 @@ class SafeAutograde(_Staged, Autograde):
     def _reading_handins(self) -> bool:
         return self._sanitizing
 
-    def start(self) -> None:
+    def _convert(self, students: frozenset[str]) -> None:
         from autograder.nbgrader import handgrades
-        finished = handgrades.before(self.coursedir)
+        finished = handgrades.before(self.coursedir, students)
         try:
-            super().start()
+            super()._convert(students)
         finally:
-            handgrades.after(self.coursedir, finished)
+            handgrades.after(self.coursedir, finished, students)
 
 
 class SafeFeedback(_Staged, GenerateFeedback):

@@ -15,24 +15,22 @@ what the TA did, in nbgrader's gradebook, the one place hand grades live:
   (which clears the flag); ``course status`` lists it. A grade flagged before stays flagged.
 """
 
-import fnmatch
 import json
 import os
+from collections.abc import Collection
 from typing import Any
 
 from nbgrader import api
 from nbgrader.api import BaseCell, Grade, Gradebook, Notebook, SubmittedAssignment, SubmittedNotebook
 from nbgrader.coursedir import CourseDirectory
 
-from autograder.nbgrader.staging import excluded_students
-
 Key = tuple[str, str, str]        # (student, notebook, grade id)
+NAMED = 500     # at most this many students are named to the database; more are picked out here
 
 
-def _hand_graded(gb: Gradebook, coursedir: CourseDirectory) -> dict[Key, Grade]:
-    """Every grade of the assignment that has a hand score, of the students autograde reads
-    (``student_id``, a glob, matches them and ``student_id_exclude`` does not name them)."""
-    students, excluded = coursedir.student_id or "*", excluded_students(coursedir)
+def _hand_graded(gb: Gradebook, coursedir: CourseDirectory, students: Collection[str]) -> dict[Key, Grade]:
+    """Every grade of the assignment that has a hand score, of ``students`` (those autograde
+    reads): a batch of new hand-ins reads its own students' rows, not the class's."""
     rows = (gb.db.query(Grade, BaseCell.name, Notebook.name, SubmittedAssignment.student_id)
             .join(BaseCell, BaseCell.id == Grade.cell_id)
             .join(SubmittedNotebook, SubmittedNotebook.id == Grade.notebook_id)
@@ -40,8 +38,9 @@ def _hand_graded(gb: Gradebook, coursedir: CourseDirectory) -> dict[Key, Grade]:
             .join(SubmittedAssignment, SubmittedAssignment.id == SubmittedNotebook.assignment_id)
             .join(api.Assignment, api.Assignment.id == SubmittedAssignment.assignment_id)
             .filter(api.Assignment.name == coursedir.assignment_id, Grade.manual_score.isnot(None)))
-    return {(student, notebook, cell): grade for grade, cell, notebook, student in rows
-            if student not in excluded and fnmatch.fnmatchcase(student, students)}
+    if len(students) <= NAMED:
+        rows = rows.filter(SubmittedAssignment.student_id.in_(sorted(students)))
+    return {(student, notebook, cell): grade for grade, cell, notebook, student in rows if student in students}
 
 
 def _answers(coursedir: CourseDirectory, assignment: str, student: str, notebook: str) -> dict[str, str]:
@@ -74,20 +73,23 @@ def _as_graded(coursedir: CourseDirectory, assignment: str, grades: dict[Key, Gr
     return found
 
 
-def before(coursedir: CourseDirectory) -> dict[Key, Any]:
-    """Before autograde: each hand grade the TA has finished (not flagged), with what it was given for."""
+def before(coursedir: CourseDirectory, students: Collection[str]) -> dict[Key, Any]:
+    """Before autograde of ``students``: each of their hand grades the TA has finished (not
+    flagged), with what it was given for."""
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        done = {key: grade for key, grade in _hand_graded(gb, coursedir).items() if not grade.needs_manual_grade}
+        done = {key: grade for key, grade in _hand_graded(gb, coursedir, students).items()
+                if not grade.needs_manual_grade}
         return {key: seen for key, seen in _as_graded(coursedir, coursedir.assignment_id, done).items()
                 if seen[1] is not None}
 
 
-def after(coursedir: CourseDirectory, finished: dict[Key, Any]) -> None:
-    """After autograde: each hand grade of ``finished`` whose answer is unchanged is graded again."""
+def after(coursedir: CourseDirectory, finished: dict[Key, Any], students: Collection[str]) -> None:
+    """After autograde of ``students``: each hand grade of ``finished`` whose answer is unchanged
+    is graded again."""
     if not finished:
         return
     with Gradebook(coursedir.db_url, coursedir.course_id) as gb:
-        now = {key: grade for key, grade in _hand_graded(gb, coursedir).items()
+        now = {key: grade for key, grade in _hand_graded(gb, coursedir, students).items()
                if key in finished and grade.needs_manual_grade}
         for key, seen in _as_graded(coursedir, coursedir.assignment_id, now).items():
             if seen == finished[key]:

@@ -15,18 +15,30 @@ still disposes the engine's pool, so no connection outlives it (a gradebook file
 again is opened afresh), while the engine and its cache stay. An engine is safe to share between
 threads (formgrader's), and disposing it leaves a connection another ``Gradebook`` holds working;
 a forked process (the gradebook stage's workers) starts with no connection of its parent's.
+
+Within :func:`held` (one autograde or generate_feedback run), a ``Gradebook``'s close leaves its
+connection in the pool for the next, and what every ``Gradebook`` asks on opening (are nbgrader's
+tables there, is the course there) is asked once an engine: nine new connections a notebook are
+nine connections made and torn down, on PostgreSQL each a server process started. Leaving it
+closes the pooled connections, so between runs no connection is left open.
 """
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import nbgrader.api
 from sqlalchemy import create_engine, inspect
 from sqlalchemy.engine import URL, Engine
+from sqlalchemy.engine.reflection import Inspector
 
 _ENGINES: dict[tuple[str, str], Engine] = {}
 _LOCK = threading.Lock()
+_held = 0                                    # how many held() are open in this process
+_COMPLETE: dict[Engine, Inspector] = {}      # while held: engines with every table, their answer kept
+_COURSES: set[tuple[Engine, str]] = set()    # while held: the courses known to be in each
 
 
 def shared(url: str | URL, **kwargs: Any) -> Engine:
@@ -53,11 +65,66 @@ os.register_at_fork(after_in_child=_forget_connections)
 _create_all = nbgrader.api.Base.metadata.create_all
 
 
+def tables(bind: Engine) -> Inspector:
+    """``inspect(bind)``, for its table names: while held, the answer of a gradebook with every
+    table is kept (one with tables missing is asked again, as nbgrader is about to make them)."""
+    found = _COMPLETE.get(bind)
+    if found is None:
+        found = inspect(bind)
+        if _held and set(nbgrader.api.Base.metadata.tables) <= set(found.get_table_names()):
+            _COMPLETE[bind] = found
+    return found
+
+
 def create_missing(bind: Engine, **kwargs: Any) -> None:
     """``create_all``, with one question to the database when every table is there already."""
-    if set(nbgrader.api.Base.metadata.tables) <= set(inspect(bind).get_table_names()):
+    if set(nbgrader.api.Base.metadata.tables) <= set(tables(bind).get_table_names()):
         return
     _create_all(bind=bind, **kwargs)
 
 
+_check_course = nbgrader.api.Gradebook.check_course
+
+
+def check_course(self: nbgrader.api.Gradebook, course_id: str = "default_course", **kwargs: Any) -> Any:
+    """nbgrader's ``check_course`` (find the course, or add it, and commit); while held, a course
+    found before is not asked again and None comes back. Its one caller in nbgrader, a
+    ``Gradebook`` opening, reads nothing of the answer, and asking costs a connection's turn."""
+    key = (self.engine, course_id)
+    if key in _COURSES and not kwargs:
+        return None
+    found = _check_course(self, course_id, **kwargs)
+    if _held:
+        _COURSES.add(key)
+    return found
+
+
+def close(self: nbgrader.api.Gradebook) -> None:
+    """nbgrader's ``close``: the session ended, and the engine's pool closed unless held."""
+    self.db.remove()
+    if not _held:
+        self.engine.dispose()
+
+
+@contextlib.contextmanager
+def held() -> Iterator[None]:
+    """Within: connections kept between Gradebooks, and the tables and course asked once an engine."""
+    global _held
+    with _LOCK:
+        _held += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _held -= 1
+            if not _held:
+                _COMPLETE.clear()
+                _COURSES.clear()
+                for engine in _ENGINES.values():
+                    engine.dispose()
+
+
 nbgrader.api.Base.metadata.create_all = create_missing
+nbgrader.api.inspect = tables
+nbgrader.api.Gradebook.check_course = check_course
+nbgrader.api.Gradebook.close = close
