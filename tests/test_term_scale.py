@@ -29,6 +29,30 @@ def test_the_gradebook_is_read_by_nbgrader_s_own_tables_and_columns():
             assert isinstance(theirs.columns[col.name].type, type(col.type)), (mine.name, col.name)
 
 
+def test_a_notebook_s_score_is_nbgrader_s_own_read_through_the_index(tmp_path):
+    """notebook_score gives nbgrader's SubmittedNotebook.score (hand scores over autograded ones,
+    extra credit added) for each hand-in, asking the grade table by (cell, notebook)."""
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader import gradebook_rows
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        gb.add_assignment("a1")
+        gb.add_notebook("nb", "a1")
+        for name, points in (("q1", 2.0), ("q2", 3.0)):
+            gb.add_grade_cell(name, "nb", "a1", max_score=points, cell_type="code")
+        for student, (auto, manual, extra) in {"ann": (2.0, None, None), "ben": (1.0, 2.5, 0.5),
+                                               "cy": (None, None, None)}.items():
+            gb.add_student(student)
+            gb.add_submission("a1", student)
+            for grade in gb.find_submission_notebook("nb", "a1", student).grades:
+                grade.auto_score, grade.manual_score, grade.extra_credit = auto, manual, extra
+            gb.db.commit()
+        for student in ("ann", "ben", "cy"):
+            notebook = gb.find_submission_notebook("nb", "a1", student)
+            assert gradebook_rows.notebook_score(gb.db, notebook.id, notebook.notebook_id) == notebook.score
+        assert [gb.find_submission_notebook("nb", "a1", s).score for s in ("ann", "ben", "cy")] == [4.0, 6.0, 0.0]
+
+
 def hand_in(course, folder, student):
     """``student``'s solved notebook of every assignment under ``folder/submitted``, and the record
     grading would have written for it in ``folder/out``: (tasks, records)."""

@@ -16,6 +16,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Unicode
 
 from autograder.course import config, late
+from autograder.nbgrader import gradebook_rows
 from autograder.nbgrader.gradebook import set_due
 
 
@@ -33,7 +34,8 @@ class CourseLatePenalties(NbGraderPreprocessor):
             gb.db.commit()
             notebook = gb.find_submission_notebook(info["notebook"], info["assignment"], info["student"])
             when = submission.timestamp.isoformat() if submission.timestamp else None
-            verdict = late.assess(course, info["student"], info["assignment"], when, notebook.score)
+            score = gradebook_rows.notebook_score(gb.db, notebook.id, notebook.notebook_id)
+            verdict = late.assess(course, info["student"], info["assignment"], when, score)
             notebook.late_submission_penalty = (verdict.points if verdict else 0) or None
             gb.db.commit()
         return nb, resources
