@@ -5,15 +5,17 @@ Where a preprocessor reads nbgrader's gradebook, it is a real one in a temporary
 import copy
 import json
 import os
+import shutil
 import sqlite3
 import stat
 
 import nbformat
 import nbgrader.api
 import pytest
+import sqlalchemy
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 from nbgrader.api import Gradebook
-from nbgrader.preprocessors import ComputeChecksums, OverwriteCells, SaveCells
+from nbgrader.preprocessors import ComputeChecksums, OverwriteCells, SaveAutoGrades, SaveCells
 from traitlets.config import Config
 from traitlets.utils.importstring import import_item
 
@@ -21,7 +23,7 @@ from autograder.nbgrader import settings, staging
 from autograder.records import store
 from autograder.nbgrader import selfcheck_kit
 from autograder.nbgrader.preprocessors import (AddSelfCheckKit, ApplyResults, Refuse, RestoreCells,
-                                               SanitizeMarkdown)
+                                               SanitizeMarkdown, SaveGrades)
 from autograder.records.results import Submission
 from selfcheck.program import grade_id, program, read_notebook, source
 
@@ -108,7 +110,6 @@ def test_restorecells_overwrites_a_hand_in_as_nbgrader_s_overwritecells_reading_
     leaves (edited locked and test cells put back, points as released, a grade id the gradebook
     does not know dropped, a changed cell type undone), reading the gradebook's cells once where
     nbgrader's reads them one query each."""
-    import sqlalchemy
     nb = _released()
     nb.cells[0].source = "import numpy as np  # and more"
     nb.cells[3].metadata.nbgrader["points"] = 40
@@ -130,6 +131,55 @@ def test_restorecells_overwrites_a_hand_in_as_nbgrader_s_overwritecells_reading_
     assert many == few
     assert ours == theirs and ours.cells[0].source == "import numpy as np"
     assert "made_up" not in [c.metadata.nbgrader.get("grade_id") for c in ours.cells]
+
+
+# --- SaveGrades -----------------------------------------------------------------------------------
+
+def _autograded(student):
+    """A hand-in as autograde's SaveAutoGrades sees it: ``ann`` answered causal_mask and failed its
+    check, ``ben`` answered nothing and passed both (a TA had scored his check_softmax by hand)."""
+    nb = _released()
+    if student == "ann":
+        nb.cells[4].source = "def causal_mask(n): return n"
+        nb.cells[5].outputs = [nbformat.v4.new_output("error", ename="AssertionError", evalue="", traceback=[])]
+    return nb
+
+
+def _saved(url, preprocessor):
+    """The gradebook's grades and comments after ``preprocessor`` saved both hand-ins, and its commits."""
+    commits = []
+    with Gradebook(url) as gb:
+        sqlalchemy.event.listen(gb.engine, "commit", lambda *args: commits.append(1))
+    for student in ("ann", "ben"):
+        preprocessor.preprocess(_autograded(student), {"nbgrader": {**_resources(url)["nbgrader"], "student": student}})
+    with sqlite3.connect(url[len("sqlite:///"):]) as db:
+        rows = {table: sorted(db.execute(f"SELECT * FROM {table}").fetchall()) for table in ("grade", "comment")}
+    return rows, len(commits)
+
+
+def test_savegrades_leaves_the_gradebook_as_nbgrader_s_saveautogrades_reading_and_committing_once(gradebook, tmp_path):
+    """SaveGrades writes every score, flag and comment nbgrader's SaveAutoGrades writes (a failed
+    check 0, a passed one its points, a hand score flagged again, an unchanged answer "No
+    response."), with one commit a notebook where nbgrader's makes one a cell."""
+    with Gradebook(gradebook) as gb:
+        for student in ("ann", "ben"):
+            gb.add_student(student)
+            gb.add_submission("attention", student)
+        gb.find_grade("check_softmax", "attention", "attention", "ben").manual_score = 2.0
+        gb.db.commit()
+    theirs_url = f"sqlite:///{tmp_path / 'theirs.db'}"
+    shutil.copy(gradebook[len("sqlite:///"):], theirs_url[len("sqlite:///"):])
+    (theirs, their_commits), (ours, our_commits) = _saved(theirs_url, SaveAutoGrades()), _saved(gradebook, SaveGrades())
+    assert ours == theirs
+    # a notebook: one commit opening the gradebook (nbgrader's course check), then ours one for its
+    # rows, nbgrader's one for each of its two scores and two comments
+    assert (our_commits, their_commits) == (2 * (1 + 1), 2 * (1 + 4))
+    with Gradebook(gradebook) as gb:
+        ann, ben = (gb.find_submission_notebook("attention", "attention", s) for s in ("ann", "ben"))
+        assert (ann.score, ben.score) == (4.0, 2.0 + 3.0)
+        assert ben.needs_manual_grade and not ann.needs_manual_grade
+        assert gb.find_comment("softmax", "attention", "attention", "ann").auto_comment == "No response."
+        assert gb.find_comment("causal_mask", "attention", "attention", "ann").auto_comment is None
 
 
 # --- ApplyResults ---------------------------------------------------------------------------------
@@ -352,7 +402,8 @@ def test_every_class_nbgrader_is_given_by_name_is_there(course, tmp_path):
     names = _ours(cfg)
     assert {n.rsplit(".", 1)[1] for n in names} == {"SafeCollect", "SafeReleaseFeedback", "SafeCsvExport",
                                                     "RestoreCells", "SanitizeMarkdown", "ApplyResults",
-                                                    "AddSelfCheckKit", "CourseLatePenalties", "CheckCellMetadata"}
+                                                    "AddSelfCheckKit", "CourseLatePenalties", "CheckCellMetadata",
+                                                    "SaveGrades"}
     for name in names:
         assert isinstance(import_item(name), type), name
     assert stat.S_IMODE(os.stat(tmp_path).st_mode) == 0o700

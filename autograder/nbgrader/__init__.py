@@ -20,7 +20,8 @@ formgrader and ``course`` give the same scores from the same reads of a hand-in.
                     without loading nbgrader
 ``handgrades``      the TA's hand grades across autograde: unchanged answers stay graded, changed
                     ones are flagged for the TA to confirm
-``shared_engine``   one SQLAlchemy engine per gradebook for every Gradebook nbgrader opens
+``shared_engine``   one SQLAlchemy engine per gradebook for every Gradebook nbgrader opens, its
+                    connections kept for the length of one autograde run
 ``alembic_head``    a new gradebook's schema version, read in this process
 ``exchange``        where the exchange is, the owner and mode of each level: set up and checked
 ==================  ===========================================================================

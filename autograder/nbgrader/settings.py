@@ -7,7 +7,8 @@ so the CLI, formgrader and ``course grade`` agree. In every one of them nbgrader
 never runs the student's notebook in a kernel (where a student could patch the checks): its
 kernel run is replaced by ApplyResults (:mod:`autograder.nbgrader.preprocessors`), which writes
 the course grader's verdicts into the test cells (grading the submission first when it has no
-current result), and nbgrader's SaveAutoGrades puts them in the gradebook. So ``course grade``,
+current result), and nbgrader's SaveAutoGrades (SaveGrades: its lookups and commits made once a
+notebook) puts them in the gradebook. So ``course grade``,
 ``nbgrader autograde`` and formgrader's Autograde button give the same scores.
 
 The classes nbgrader is given by name are this package's: their dotted names are built from
@@ -77,7 +78,7 @@ def settings(course: Course, out: str | None = None) -> Config:
     # no kernel: the course grader's verdicts, graded here when a submission has none yet
     c.Autograde.autograde_preprocessors = [
         _course_class("preprocessors", "ApplyResults"),
-        "nbgrader.preprocessors.SaveAutoGrades",
+        _course_class("preprocessors", "SaveGrades"),
         _course_class("preprocessors", "CourseLatePenalties"),
         _course_class("preprocessors", "CheckCellMetadata"),
     ]

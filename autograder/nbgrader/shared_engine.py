@@ -10,17 +10,17 @@ Each ``Gradebook`` also calls ``create_all``, which asks the database about each
 fourteen tables one at a time; here it asks once for every table's name and creates nothing when
 all are there (it is then what ``create_all`` does: tables are only ever created if missing).
 
-Each ``Gradebook`` still has a session of its own, committed as nbgrader commits it; its ``close``
-still disposes the engine's pool, so no connection outlives it (a gradebook file deleted and made
-again is opened afresh), while the engine and its cache stay. An engine is safe to share between
+Each ``Gradebook`` still has a session of its own, committed as nbgrader commits it; outside a run
+(below) its ``close`` still disposes the engine's pool, so no connection outlives it (a gradebook
+file deleted and made again is opened afresh), while the engine and its cache stay. An engine is safe to share between
 threads (formgrader's), and disposing it leaves a connection another ``Gradebook`` holds working;
 a forked process (the gradebook stage's workers) starts with no connection of its parent's.
 
 Within :func:`held` (one autograde or generate_feedback run), a ``Gradebook``'s close leaves its
 connection in the pool for the next, and what every ``Gradebook`` asks on opening (are nbgrader's
-tables there, is the course there) is asked once an engine: nine new connections a notebook are
-nine connections made and torn down, on PostgreSQL each a server process started. Leaving it
-closes the pooled connections, so between runs no connection is left open.
+tables there, is the course there) is asked once an engine: otherwise nine connections a notebook
+are made and torn down, on PostgreSQL each a server process started. Leaving the run closes the
+pooled connections, so between runs no connection is left open.
 """
 
 import contextlib

@@ -4,6 +4,7 @@ configuration names them ``autograder.nbgrader.preprocessors.<Name>``.
 ===================  ======================================================================
 ApplyResults         autograde: the course grader's verdicts in the test cells, no kernel
 RestoreCells         autograde's sanitising: a deleted test cell put back where it stood
+SaveGrades           autograde: nbgrader's SaveAutoGrades, a notebook's rows read and committed once
 SanitizeMarkdown     autograde's sanitising and generate_feedback: students' markdown made safe
 CheckCellMetadata    autograde and generate_assignment: nbgrader's check, its schema checked once
 CourseLatePenalties  autograde: course.yaml's due dates, extensions and late penalty
@@ -18,7 +19,8 @@ from autograder.nbgrader.preprocessors.checkcellmetadata import CheckCellMetadat
 from autograder.nbgrader.preprocessors.courselatepenalties import CourseLatePenalties
 from autograder.nbgrader.preprocessors.refuse import Refuse
 from autograder.nbgrader.preprocessors.restorecells import RestoreCells
+from autograder.nbgrader.preprocessors.savegrades import SaveGrades
 from autograder.nbgrader.preprocessors.sanitizemarkdown import SanitizeMarkdown
 
 __all__ = ["AddSelfCheckKit", "ApplyResults", "CheckCellMetadata", "CourseLatePenalties", "Refuse", "RestoreCells",
-           "SanitizeMarkdown"]
+           "SaveGrades", "SanitizeMarkdown"]
