@@ -479,7 +479,8 @@ def report(label, sizes, results, judged=True):
         values = [results[n][1][stage] for n in sizes]
         exps = growth(hand_ins, values) if stage in after else []
         per = values[-1] / hand_ins[-1] if stage in after else None
-        print(f"  {stage:<36}" + "".join(f"{v:>10.2f}" for v in values) + "".join(f"{e:>10.2f}" for e in exps)
+        print(f"  {stage:<36}" + "".join(f"{v:>10.3f}" if v < 0.1 else f"{v:>10.2f}" for v in values)
+              + "".join(f"{e:>10.2f}" for e in exps)
               + ("" if exps else " " * 10 * (len(sizes) - 1)) + (f"{per:>11.4f}" if per is not None else ""))
         if exps and values[-1] > 1.0 and exps[-1] > nlogn(hand_ins[-2], hand_ins[-1]) + 0.15:
             slow.append(f"{stage} {values[-2]:.2f} s -> {values[-1]:.2f} s (growth {exps[-1]:.2f}, N log N's "
