@@ -615,7 +615,7 @@ def test_one_autograde_run_holds_its_connections_and_asks_once_for_tables_and_co
     """Within ``held`` (one autograde run) Gradebooks on a URL reuse one connection, a gradebook
     made within it gets its tables (the answer for a database still without them is never kept),
     and the course is asked for once; after it no connection is left open, and a gradebook
-    deleted and made again is read afresh."""
+    deleted and made again, between runs or within one, is read afresh."""
     from sqlalchemy import event
     from autograder.nbgrader import shared_engine
     path = tmp_path / "gradebook.db"
@@ -638,6 +638,15 @@ def test_one_autograde_run_holds_its_connections_and_asks_once_for_tables_and_co
     with shared_engine.held(), Gradebook(url, "course") as made_again:
         assert made_again.students == []
         assert [c.id for c in made_again.db.query(nbgrader.api.Course)] == ["course"]
+    with shared_engine.held():        # deleted within a run: opened afresh, never the file that is gone
+        with Gradebook(url, "course") as before:
+            before.add_student("dee")
+        path.unlink()
+        with Gradebook(url, "course") as after:
+            assert after.students == []
+            after.add_student("eve")
+    with Gradebook(url, "course") as read:
+        assert [s.id for s in read.students] == ["eve"]
 
 
 @pytest.mark.slow      # runs nbgrader's generate_assignment, and `course release`

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import nbgrader.api
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, event, inspect
 from sqlalchemy.engine import URL, Engine
 from sqlalchemy.engine.reflection import Inspector
 
@@ -39,6 +39,7 @@ _LOCK = threading.Lock()
 _held = 0                                    # how many held() are open in this process
 _COMPLETE: dict[Engine, Inspector] = {}      # while held: engines with every table, their answer kept
 _COURSES: set[tuple[Engine, str]] = set()    # while held: the courses known to be in each
+_FILES: dict[Engine, tuple[int, int] | None] = {}    # the file each engine's last connection opened
 
 
 def shared(url: str | URL, **kwargs: Any) -> Engine:
@@ -49,7 +50,30 @@ def shared(url: str | URL, **kwargs: Any) -> Engine:
         engine = _ENGINES.get(key)
         if engine is None:
             engine = _ENGINES[key] = create_engine(url, **kwargs)
+            event.listen(engine, "connect", lambda *args: _FILES.__setitem__(engine, _file(engine)))
+        if _held:
+            _opened_afresh_if_replaced(engine)
     return engine
+
+
+def _file(engine: Engine) -> tuple[int, int] | None:
+    """The device and inode of a SQLite gradebook's file (None when it is missing or not a file)."""
+    path = engine.url.database if engine.url.get_backend_name() == "sqlite" else None
+    try:
+        found = os.stat(path) if path and path != ":memory:" else None
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino) if found else None
+
+
+def _opened_afresh_if_replaced(engine: Engine) -> None:
+    """While held: a SQLite gradebook deleted or replaced since its last connection was made
+    is opened afresh, as outside a run (a kept connection would write to the file that is gone)."""
+    if engine in _FILES and _FILES[engine] != _file(engine):
+        engine.dispose()
+        del _FILES[engine]
+        _COMPLETE.pop(engine, None)
+        _COURSES.difference_update({key for key in _COURSES if key[0] is engine})
 
 
 nbgrader.api.create_engine = shared
