@@ -9,7 +9,7 @@ import shutil
 import sys
 
 from autograder.course import config, folders
-from autograder.errors import NoSubmissions
+from autograder.errors import CourseError, NoSubmissions
 
 
 def _grade(course, submitted, out, jobs, force=False, cluster=None, students=None):
@@ -158,7 +158,10 @@ def cmd_report(course: config.Course, args: argparse.Namespace) -> int:
     records = store.load_results(out)
     if not records:
         raise NoSubmissions(f"{out} holds no results (run `course grade` first)")
-    from autograder.nbgrader import gradebook_rows
+    from autograder.nbgrader import gradebook_rows, settings
+    lost = settings.left_behind(course, out)
+    if lost:
+        raise CourseError(lost)
     try:
         scores = gradebook_rows.scores(course, out)
     except Exception:  # noqa: BLE001 - no gradebook yet: the grader's scores alone

@@ -87,7 +87,7 @@ def grade(course: config.Course, submitted: str, out: str, jobs: int | None = No
     _require_corpus(course, submissions)
     settings.write_course_folder(course, out)
     from autograder.nbgrader import gradebook     # nbgrader loads in seconds: only once there is work
-    mismatch = gradebook.gradebook_left_behind(course, out) or gradebook.release_mismatch(course, out)
+    mismatch = settings.left_behind(course, out) or gradebook.release_mismatch(course, out)
     if mismatch:
         raise CourseError(mismatch)
     executor: ClusterPool | None = None
@@ -248,7 +248,7 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
     gets each step's wall seconds, as :func:`grade`'s does; ``notes`` what the instructor should
     know of what was exported (hand grades counted while they wait for the TA to confirm them)."""
     from autograder.nbgrader import answers, gradebook as nbgrader_gradebook, gradebook_rows
-    lost = nbgrader_gradebook.gradebook_left_behind(course, out)
+    lost = settings.left_behind(course, out)
     if lost:
         raise CourseError(lost)
     warnings = []

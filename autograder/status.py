@@ -52,11 +52,21 @@ def _what_changed(old: Submission | None, new: Submission) -> str:
     return ", ".join(said) or "nothing (graded again)"
 
 
+def _gradebook_here(course: Course, out: str) -> None:
+    """Stop (CourseError) where course.yaml's db_url has left this folder's gradebook behind: what
+    it would report of hand grades would be another, empty gradebook's."""
+    from autograder.nbgrader import settings
+    lost = settings.left_behind(course, out)
+    if lost:
+        raise CourseError(lost)
+
+
 def history(course: Course, out: str, student: str) -> str:
     """Per assignment, each result the student had, oldest first: when, the total every export
     gave it (autograded and hand-graded points less the late penalty, of the assignment's points)
     and what changed."""
     from autograder.nbgrader import gradebook_rows
+    _gradebook_here(course, out)
     try:
         scores = gradebook_rows.scores(course, out, student)
     except Exception:  # noqa: BLE001 - no gradebook yet: nothing graded by hand
@@ -134,6 +144,7 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     """Hand-ins not graded yet, late ones, written answers not graded, hand grades whose answer
     changed since, grader errors, similarity flags and the totals the next export would change."""
     from autograder.nbgrader import gradebook_rows
+    _gradebook_here(course, out)
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
     records = store.load_summaries(out)
     by_key = {r.key: r for r in records}

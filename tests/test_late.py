@@ -14,12 +14,14 @@ import sys
 
 import pytest
 import yaml
+from traitlets.config import Config
 
 from autograder import cli
 from autograder.course import config, late
 from autograder.course.late_rules import Grace, LatePolicy, PerStartedDay, ZeroAfter
 from autograder.grade import submission_time
 from autograder.mistakes import cohort
+from autograder.nbgrader import settings
 from autograder.records import store
 from test_types import unannotated
 
@@ -333,6 +335,17 @@ def test_a_db_url_set_mid_term_stops_the_export_rather_than_lose_hand_grades(ter
     said = capsys.readouterr().err.strip()
     assert "\n" not in said and "gradebook.db holds this folder's gradebook" in said and "db_url" in said
     assert (out / "totals.csv").read_bytes() == before and not (out / "elsewhere.db").exists()
+    for command in (["status", str(out)], ["history", "alice", "--dir", str(out)], ["report", str(out)]):
+        assert cli.main(["--config", moved, *command]) == 2, command     # an empty gradebook's state, never
+        assert "gradebook.db holds this folder's gradebook" in capsys.readouterr().err, command
+    cfg = Config()                  # nbgrader's own commands in the folder: every step on the gradebook
+    settings.configure(cfg, out=str(out), course_yaml=moved)
+    assert "gradebook.db holds this folder's gradebook" in capsys.readouterr().err
+    refused = ["autograder.nbgrader.preprocessors.Refuse"]
+    assert cfg.Autograde.autograde_preprocessors == cfg.Autograde.sanitize_preprocessors == refused
+    assert cfg.GenerateFeedback.preprocessors == refused
+    assert cfg.ExportApp.plugin_class == "autograder.nbgrader.plugins.RefusedExport"
+    assert "Refused" not in str(cfg.ExchangeFactory.submit), "students could no longer hand in"
 
 
 def test_a_stub_with_the_students_code_in_a_cell_of_their_own_is_attempted(course):

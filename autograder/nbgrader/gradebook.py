@@ -25,17 +25,6 @@ from autograder.nbgrader.settings import settings
 from autograder.records.results import Submission
 
 
-def gradebook_left_behind(course: Course, out: str) -> str | None:
-    """Why ``out``'s own SQLite gradebook would be lost (None when it would not): course.yaml's
-    ``db_url`` points elsewhere, so every export would read a gradebook without its hand grades."""
-    path = os.path.join(out, "gradebook.db")
-    if not course.db_url or not os.path.exists(path) or os.path.abspath(path) in course.db_url:
-        return None
-    return (f"{path} holds this folder's gradebook (the hand grades too) but course.yaml's db_url points at "
-            "another: copy it there first (sqlite3 gradebook.db .dump, or pgloader for PostgreSQL), then rename "
-            "gradebook.db to gradebook.db.moved; or take db_url: out of course.yaml")
-
-
 def release_mismatch(course: Course, out: str) -> str | None:
     """Why ``out``'s gradebook cannot take the release in ``assignments/`` (None when it can):
     an assignment with hand-ins whose released notebook has other grade or solution cells than

@@ -88,6 +88,19 @@ def settings(course: Course, out: str | None = None) -> Config:
     return c
 
 
+def left_behind(course: Course, out: str) -> str | None:
+    """Why ``out``'s own SQLite gradebook would be lost (None when it would not): course.yaml's
+    ``db_url`` points elsewhere, so every command would read a gradebook without its hand grades
+    (``course grade``, ``export``, ``status``, ``history`` and ``report`` stop with it, and so do
+    nbgrader's own commands in the folder, :func:`configure`)."""
+    path = os.path.join(out, "gradebook.db")
+    if not course.db_url or not os.path.exists(path) or os.path.abspath(path) in course.db_url:
+        return None
+    return (f"{path} holds this folder's gradebook (the hand grades too) but course.yaml's db_url points at "
+            "another: copy it there first (sqlite3 gradebook.db .dump, or pgloader for PostgreSQL), then rename "
+            "gradebook.db to gradebook.db.moved; or take db_url: out of course.yaml")
+
+
 def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
               keep_private: bool = True) -> None:
     """Called from an ``nbgrader_config.py``: apply the settings of the course in ``course_yaml``.
@@ -118,6 +131,9 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
     c.merge(settings(course, out))
     c.GenerateAssignment.preprocessors = generate_preprocessors(_course_class("preprocessors", "AddSelfCheckKit"))
     c.AddSelfCheckKit.course_yaml = os.path.abspath(course.path)
+    lost = left_behind(course, out or course.root)
+    if lost:        # each step on the gradebook would read and write another than the hand grades'
+        _refuse(c, lost, exchange=False)     # students still fetch and submit
 
 
 def generate_preprocessors(*more: str) -> list:
@@ -129,17 +145,19 @@ def generate_preprocessors(*more: str) -> list:
             for step in GenerateAssignment.class_traits()["preprocessors"].default()] + list(more)
 
 
-def _refuse(c: Config, problem: str) -> None:
-    """A course.yaml that does not load stops every nbgrader step with its one line.
+def _refuse(c: Config, problem: str, exchange: bool = True) -> None:
+    """A course.yaml that does not load stops every nbgrader step with its one line; a gradebook
+    it leaves behind stops every step on the gradebook (``exchange`` False).
 
     nbgrader reports an error raised in a config file and goes on with its defaults: it
     would run students' notebooks in a kernel, unsandboxed, and score the check cells.
-    Every converter's only preprocessor refuses instead."""
+    Every converter's only preprocessor refuses instead, and so does the export."""
     if problem not in _SAID:         # nbgrader reads its configuration more than once
         _SAID.add(problem)
         print(f"error: {problem}", file=sys.stderr)
-    for step, base in REFUSED_STEPS.items():
+    for step, base in REFUSED_STEPS.items() if exchange else ():
         setattr(c.ExchangeFactory, step, _course_class("plugins", "Refused" + base))
+    c.ExportApp.plugin_class = _course_class("plugins", "RefusedExport")
     refuse = [_course_class("preprocessors", "Refuse")]
     c.Autograde.sanitize_preprocessors = refuse
     c.Autograde.autograde_preprocessors = refuse

@@ -10,16 +10,18 @@ and ``nbgrader export`` in the course folder use them.
 SafeCollect           collect: through the hand-in reader, only declared files, only the owner's
 SafeReleaseFeedback   release_feedback: one student at a time, never on a classmate's page
 SafeCsvExport         export: grades.csv quoted and spreadsheet-safe, ids unchanged
-Refused<step>         every exchange step while course.yaml does not load
+Refused<step>         every exchange step while course.yaml does not load (or leaves the
+                      folder's gradebook behind)
+RefusedExport         export, the same
 ====================  =====================================================================
 """
 
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder.nbgrader.plugins.refused import REFUSED
+from autograder.nbgrader.plugins.refused import REFUSED, RefusedExport
 from autograder.nbgrader.plugins.safecollect import SafeCollect
 from autograder.nbgrader.plugins.safecsvexport import SafeCsvExport
 from autograder.nbgrader.plugins.safereleasefeedback import SafeReleaseFeedback
 
 globals().update(REFUSED)        # RefusedExchangeCollect, ...: the names settings gives nbgrader
 
-__all__ = ["SafeCollect", "SafeCsvExport", "SafeReleaseFeedback", *REFUSED]
+__all__ = ["RefusedExport", "SafeCollect", "SafeCsvExport", "SafeReleaseFeedback", *REFUSED]

@@ -1,8 +1,10 @@
-"""The exchange steps while course.yaml does not load: each stops, its problem said in one line."""
+"""The exchange steps and the export while course.yaml does not load (or leaves the folder's
+gradebook behind): each stops, its problem said in one line."""
 
 import sys
 
 from nbgrader.exchange import abc as exchange_abc
+from nbgrader.plugins import ExportPlugin
 
 from autograder.nbgrader.settings import REFUSED_STEPS
 
@@ -19,3 +21,11 @@ class _Refused:
 # RefusedExchangeCollect, ...: what settings names
 REFUSED = {"Refused" + base: type("Refused" + base, (_Refused, getattr(exchange_abc, base)), {})
            for base in REFUSED_STEPS.values()}
+
+
+class RefusedExport(ExportPlugin):
+    """``nbgrader export`` while course.yaml does not load: its problem has been said; no
+    ``grades.csv`` is written from a gradebook that is not the course's."""
+
+    def export(self, gradebook: object) -> None:
+        sys.exit(1)
