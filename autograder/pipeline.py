@@ -288,8 +288,10 @@ def export(course: config.Course, out: str, records: Sequence[Submission],
         except Exception as exc:  # noqa: BLE001 - one export's failure must not stop the others
             warnings.append(f"the {name} export failed: {type(exc).__name__}: {exc}")
     store.keep_summaries(out, list(records))      # what `course status` reads of them, as they are now
-    if notes is not None and (waiting := sum(len(status.to_confirm(r, gradebook.get(r.key, {}))) for r in records)):
-        notes.append(f"{waiting} hand grade{'s' if waiting > 1 else ''} to confirm in formgrader (an answer or "
-                     "the grader's score changed since): every export counts the score kept until the TA "
-                     "confirms or changes it; `course status` lists them")
+    held = [n for r in records if (n := len(status.to_confirm(r, gradebook.get(r.key, {}))))]
+    if notes is not None and held:
+        waiting, hand_ins = sum(held), len(held)
+        notes.append(f"{waiting} hand grade{'s' if waiting > 1 else ''} in {hand_ins} hand-in{'s' if hand_ins > 1 else ''} "
+                     "to confirm in formgrader (an answer or the grader's score changed since): every export counts "
+                     "the score kept until the TA confirms or changes it; `course status` lists them")
     return warnings

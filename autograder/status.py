@@ -187,7 +187,8 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
     sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
                 ("hand-ins with written answers not graded yet in formgrader", unmarked),
-                ("hand grades to confirm in formgrader (the answer or the grader's score changed since)", changed),
+                ("hand-ins with hand grades to confirm in formgrader (the answer or the grader's score changed since)",
+                 changed),
                 ("grader errors", errors),
                 ("ids the class does not have (an extension or roster line applies to no one)",
                  [f"  {untrusted.shown(line)}" for line in strangers]),

@@ -100,6 +100,12 @@ def test_the_feedback_page_shows_each_written_answer_and_an_override_badged_by_i
     assert "b-passed" in softmax and "partial" not in softmax and "4 / 4 (set by hand)" in softmax
     nothing = feedback.feedback_page(record, course, {c: dict(w, graded=False) for c, w in written.items()})
     assert "graded by hand: not graded yet" in nothing and "0 / 2" not in nothing
+    assert "(some not graded yet)" in html
+    kept = {"answer_selection": written["answer_selection"],       # given to an earlier answer, to confirm
+            "answer_mask_order": dict(written["answer_mask_order"], score=0.5, stale=True)}
+    kept_page = feedback.feedback_page(record, course, kept)
+    assert "1.5 / 2 (some given to an earlier answer, to be confirmed)" in kept_page
+    assert "some not graded yet" not in kept_page
     late = Lateness(due="2026-12-08T23:59:00+00:00", due_from="due", minutes_late=130.0, submitted="x",
                     rule="10% per started day late, at most 50%", fraction=0.1, points=0.15)
     page = feedback.feedback_page(dataclasses.replace(record, late=late), course)

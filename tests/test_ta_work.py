@@ -38,7 +38,7 @@ HANDED_IN = {"ann": DUE - datetime.timedelta(hours=1), "bob": DUE + datetime.tim
              "cy": DUE + datetime.timedelta(hours=2)}
 TOKEN = "ta-work-formgrader-token"
 NOT_GRADED = "hand-ins with written answers not graded yet in formgrader"
-TO_CONFIRM = "hand grades to confirm in formgrader (the answer or the grader's score changed since)"
+TO_CONFIRM = "hand-ins with hand grades to confirm in formgrader (the answer or the grader's score changed since)"
 # the TA's grades: (student, written answer) -> (score, comment)
 GRADES = {("ann", "answer_selection"): (1.0, "right"), ("ann", "answer_mask_order"): (1.0, ""),
           ("bob", "answer_selection"): (1.0, "clear"), ("bob", "answer_mask_order"): (0.5, "half of it"),
@@ -238,7 +238,7 @@ def test_a_resubmitted_answer_that_changed_is_flagged_with_its_grade_kept_and_on
               if r["assignment"] == "attention"}
     assert float(term.snap["totals resubmitted"]["bob"]["attention"]) == pytest.approx(grades["bob"])
     # and the instructor is told so whenever the exports are written, so no LMS file goes out unread
-    assert "note: 2 hand grades to confirm in formgrader" in term.snap["graded again"]
+    assert "note: 2 hand grades in 2 hand-ins to confirm in formgrader" in term.snap["graded again"]
     # the TA confirms it in formgrader: nothing is left to do
     assert _section(term.snap["status confirmed"], TO_CONFIRM) == []
     assert set(term.snap["listed confirmed"].values()) == {False}

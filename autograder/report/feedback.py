@@ -77,11 +77,13 @@ def feedback_page(record: Submission, course: Course | None = None, written: Map
         by_hand = {"score": sum(w["score"] for w in written.values()),       # as every export sums them
                    "all_graded": len(done) == len(written), "any_graded": bool(done) or any(
                        w.get("stale") for w in written.values()), "max_score": hand_max,
+                   "unmarked": any(not w["graded"] and not w.get("stale") for w in written.values()),
                    "answers": [{"cell": cell, **w, "stale": w.get("stale", False), "comment": w.get("comment") or "",
                                 "answer": w.get("answer") or ""}
                                for cell, w in written.items()]}
     elif hand_max:
-        by_hand = {"score": 0.0, "all_graded": False, "any_graded": False, "max_score": hand_max, "answers": []}
+        by_hand = {"score": 0.0, "all_graded": False, "any_graded": False, "max_score": hand_max, "answers": [],
+                   "unmarked": True}
     # the total every export gives: autograded and hand-graded points, less the late penalty
     total = round(auto + (by_hand["score"] if by_hand else 0.0) - record.late_points, 3)
     possible = auto_max + hand_max
