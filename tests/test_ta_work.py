@@ -318,3 +318,35 @@ def test_an_assignment_not_yet_due_is_empty_in_the_lms_files_and_the_grace_costs
     late = [t for t in cy["tests"] if t["number"] == "late"]
     assert len(late) == 1 and late[0]["score"] < 0
     assert store.read_result(str(term.out), "bob", "attention").late.points == 0
+
+
+def test_a_hand_in_nbgrader_fails_on_keeps_its_autograded_notebook_and_its_hand_grades(term, tmp_path, monkeypatch):
+    """nbgrader's autograde --force removes a hand-in's autograded folder first and leaves none
+    when it then fails; the course puts the last one back, so formgrader still shows what the TA
+    graded and the next autograde keeps those grades graded."""
+    import shutil
+
+    from autograder.errors import NbgraderError
+    from autograder.nbgrader import apps, converters
+    out = tmp_path / "out"
+    shutil.copytree(term.out, out, symlinks=True)
+    notebook = out / "autograded" / "cy" / "attention" / "attention.ipynb"
+    before = notebook.read_bytes()
+    attention = term.course.assignments[0]
+
+    def fails(self, filename):
+        raise RuntimeError("nbgrader could not read it")
+    with monkeypatch.context() as patched:
+        patched.setattr(converters.SafeAutograde, "convert_single_notebook", fails)
+        with pytest.raises(NbgraderError):
+            apps.autograde(term.course, attention, str(out), student_id="cy")
+    assert notebook.read_bytes() == before
+    assert [p.name for p in (out / "autograded").iterdir() if p.name.startswith(".")] == []
+    apps.autograde(term.course, attention, str(out), student_id="cy")
+    from nbgrader.api import Gradebook
+
+    from autograder.nbgrader import settings
+    with Gradebook(settings.settings(term.course, str(out)).CourseDirectory.db_url, term.course.course_id) as gb:
+        for cell in ("answer_selection", "answer_mask_order"):
+            grade = gb.find_grade(cell, "attention", "attention", "cy")
+            assert (grade.manual_score, grade.needs_manual_grade) == (GRADES["cy", cell][0], False), cell

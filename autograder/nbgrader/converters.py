@@ -17,6 +17,7 @@ from its configuration, so :func:`install` (run by every course folder's ``nbgra
 puts these in their place.
 """
 
+import contextlib
 import fnmatch
 import os
 import re
@@ -107,8 +108,17 @@ class _Staged(BaseConverter):
 
 
 class SafeAutograde(_Staged, Autograde):
-    """nbgrader's autograde; its sanitising pass reads the staged hand-ins, and the TA's
-    finished hand grades of unchanged answers stay graded (:mod:`autograder.nbgrader.handgrades`)."""
+    """nbgrader's autograde; its sanitising pass reads the staged hand-ins, the TA's finished
+    hand grades of unchanged answers stay graded (:mod:`autograder.nbgrader.handgrades`), and a
+    hand-in nbgrader fails on keeps its last autograded notebook.
+
+    With ``--force`` nbgrader removes a hand-in's autograded folder before autograding it, and
+    leaves none when that fails: formgrader then has nothing to show for the grades the gradebook
+    still holds, and the next autograde could not tell which answers the TA graded. The folder is
+    moved aside instead, and put back when the new one was not made."""
+
+    _previous: str | None = None        # where this run keeps the autograded folders it replaces
+    _kept: dict[str, str] = {}          # autograded folder -> its previous one, set aside
 
     def _reading_handins(self) -> bool:
         return self._sanitizing
@@ -116,10 +126,35 @@ class SafeAutograde(_Staged, Autograde):
     def _convert(self, students: frozenset[str]) -> None:
         from autograder.nbgrader import handgrades
         finished = handgrades.before(self.coursedir, students)
-        try:
-            super()._convert(students)
+        root = os.path.join(self.coursedir.root, self.coursedir.autograded_directory)
+        self._kept = {}
+        try:        # beside the folders it keeps (a rename, never a copy); none to keep without it
+            with (tempfile.TemporaryDirectory(prefix=".course-previous-", dir=root) if os.path.isdir(root)
+                  else contextlib.nullcontext()) as kept:
+                self._previous = kept
+                try:
+                    super()._convert(students)
+                finally:
+                    self._put_back()
         finally:
+            self._previous = None
             handgrades.after(self.coursedir, finished, students)
+
+    def init_destination(self, assignment_id: str, student_id: str) -> bool:
+        dest = os.path.normpath(self._format_dest(assignment_id, student_id))
+        excluded = student_id in excluded_students(self.coursedir)
+        if (self.force and self._previous and not excluded and self.coursedir.notebook_id == "*"
+                and os.path.isdir(dest) and not os.path.islink(dest)):
+            aside = os.path.join(self._previous, str(len(self._kept)))
+            os.replace(dest, aside)             # nbgrader would remove it: kept until its new one is made
+            self._kept[dest] = aside
+        return super().init_destination(assignment_id, student_id)
+
+    def _put_back(self) -> None:
+        for dest, aside in self._kept.items():
+            if not os.path.exists(dest):
+                self.log.warning("Autograde failed for %s: its last autograded notebook is kept", dest)
+                os.replace(aside, dest)
 
 
 class SafeFeedback(_Staged, GenerateFeedback):
