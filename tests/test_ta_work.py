@@ -323,7 +323,8 @@ def test_an_assignment_not_yet_due_is_empty_in_the_lms_files_and_the_grace_costs
 def test_a_hand_in_nbgrader_fails_on_keeps_its_autograded_notebook_and_its_hand_grades(term, tmp_path, monkeypatch):
     """nbgrader's autograde --force removes a hand-in's autograded folder first and leaves none
     when it then fails; the course puts the last one back, so formgrader still shows what the TA
-    graded and the next autograde keeps those grades graded."""
+    graded. A run that fails after a notebook's scores were written leaves the TA's finished
+    grades graded (they are kept in the commit that writes the scores), and so does the next."""
     import shutil
 
     from autograder.errors import NbgraderError
@@ -334,7 +335,7 @@ def test_a_hand_in_nbgrader_fails_on_keeps_its_autograded_notebook_and_its_hand_
     before = notebook.read_bytes()
     attention = term.course.assignments[0]
 
-    def fails(self, filename):
+    def fails(self, *args):
         raise RuntimeError("nbgrader could not read it")
     with monkeypatch.context() as patched:
         patched.setattr(converters.SafeAutograde, "convert_single_notebook", fails)
@@ -342,6 +343,13 @@ def test_a_hand_in_nbgrader_fails_on_keeps_its_autograded_notebook_and_its_hand_
             apps.autograde(term.course, attention, str(out), student_id="cy")
     assert notebook.read_bytes() == before
     assert [p.name for p in (out / "autograded").iterdir() if p.name.startswith(".")] == []
+    # a step after the scores were written fails: the run stops there, the TA's grades still graded
+    from autograder.nbgrader.preprocessors import CourseLatePenalties
+    with monkeypatch.context() as patched:
+        patched.setattr(CourseLatePenalties, "preprocess", fails)
+        with pytest.raises(NbgraderError):
+            apps.autograde(term.course, attention, str(out), student_id="cy")
+    assert notebook.read_bytes() == before
     apps.autograde(term.course, attention, str(out), student_id="cy")
     from nbgrader.api import Gradebook
 

@@ -125,20 +125,19 @@ class SafeAutograde(_Staged, Autograde):
 
     def _convert(self, students: frozenset[str]) -> None:
         from autograder.nbgrader import handgrades
-        finished = handgrades.before(self.coursedir, students)
         root = os.path.join(self.coursedir.root, self.coursedir.autograded_directory)
         self._kept = {}
         try:        # beside the folders it keeps (a rename, never a copy); none to keep without it
-            with (tempfile.TemporaryDirectory(prefix=".course-previous-", dir=root) if os.path.isdir(root)
-                  else contextlib.nullcontext()) as kept:
-                self._previous = kept
+            with handgrades.kept(self.coursedir, students), \
+                    (tempfile.TemporaryDirectory(prefix=".course-previous-", dir=root) if os.path.isdir(root)
+                     else contextlib.nullcontext()) as previous:
+                self._previous = previous
                 try:
                     super()._convert(students)
                 finally:
                     self._put_back()
         finally:
             self._previous = None
-            handgrades.after(self.coursedir, finished, students)
 
     def init_destination(self, assignment_id: str, student_id: str) -> bool:
         dest = os.path.normpath(self._format_dest(assignment_id, student_id))

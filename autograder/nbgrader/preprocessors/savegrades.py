@@ -6,7 +6,9 @@ row of its cell (the gradebook has no index by notebook alone), so the stage's c
 grew with the class, and on PostgreSQL every one of them is a round trip. Here the notebook's
 grades and comments are read in one query each, through the (cell, notebook) index, and the
 notebook's scores and comments are committed together at its end. What is written is nbgrader's
-own: its ``_add_score`` and ``_add_comment`` run unchanged on the very objects its lookups return.
+own: its ``_add_score`` and ``_add_comment`` run unchanged on the very objects its lookups return,
+except the flag it sets on every hand grade, which a hand grade the TA finished for the same
+answer does not get (:mod:`autograder.nbgrader.handgrades`), in the same commit.
 """
 
 from typing import Any
@@ -15,6 +17,8 @@ from nbformat import NotebookNode
 from nbgrader.api import BaseCell, Comment, Grade, Gradebook, GradeCell, SolutionCell, TaskCell
 from nbgrader.preprocessors import NbGraderPreprocessor, SaveAutoGrades
 from sqlalchemy import select
+
+from autograder.nbgrader import handgrades
 
 
 class SaveGrades(SaveAutoGrades):
@@ -26,8 +30,11 @@ class SaveGrades(SaveAutoGrades):
         self.notebook_id, self.assignment_id = info["notebook"], info["assignment"]
         self.student_id, self.db_url = info["student"], info["db_url"]
         with Gradebook(self.db_url) as gb:
-            self.gradebook = _RowsReadOnce(gb, self.notebook_id, self.assignment_id, self.student_id)
+            rows = self.gradebook = _RowsReadOnce(gb, self.notebook_id, self.assignment_id, self.student_id)
             nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)    # each cell, as nbgrader's
+            # the TA's finished hand grades of unchanged answers are not flagged, in the same commit
+            handgrades.still_graded(self.db_url, self.assignment_id, self.student_id, self.notebook_id,
+                                    nb.cells, rows.grades)
             gb.db.commit()
         return nb, resources
 
@@ -48,7 +55,7 @@ class _RowsReadOnce:
         self.db = _FlushOnCommit(gradebook.db)
         submitted = gradebook.find_submission_notebook(notebook, assignment, student)
         cells = select(BaseCell.id).where(BaseCell.notebook_id == submitted.notebook_id)
-        self._grades = self._by_name(Grade, submitted.id, cells, GradeCell)
+        self.grades = self._by_name(Grade, submitted.id, cells, GradeCell)
         self._comments = self._by_name(Comment, submitted.id, cells, SolutionCell)
 
     def _by_name(self, model: Any, submitted: str, cells: Any, first: Any) -> dict[str, Any]:
@@ -66,8 +73,8 @@ class _RowsReadOnce:
         return getattr(self._gradebook, name)
 
     def find_grade(self, cell: str, notebook: str, assignment: str, student: str) -> Any:
-        if (notebook, assignment, student) == self._key and cell in self._grades:
-            return self._grades[cell]
+        if (notebook, assignment, student) == self._key and cell in self.grades:
+            return self.grades[cell]
         return self._gradebook.find_grade(cell, notebook, assignment, student)
 
     def find_comment(self, cell: str, notebook: str, assignment: str, student: str) -> Any:
