@@ -217,9 +217,15 @@ def test_each_test_cell_gets_its_part_s_verdict_and_a_part_without_one_scores_ze
     nbformat.validate(nb)
 
 
-def test_a_hand_in_without_a_result_scores_zero_in_every_test_cell(tmp_path):
-    nb, _ = _apply(tmp_path, "nobody")
-    assert [[o.output_type for o in c.outputs] for c in nb.cells[1:]] == [["error"], ["error"]]
+def test_a_hand_in_without_a_result_is_not_recorded_rather_than_scored_zero(tmp_path):
+    """Its results file gone or unreadable is the grader's problem: nbgrader's autograde fails for
+    it, saying why, and the gradebook keeps what it held."""
+    with pytest.raises(RuntimeError, match="nobody: no result to record"):
+        _apply(tmp_path, "nobody")
+    (tmp_path / "results" / "ann").mkdir(parents=True)
+    (tmp_path / "results" / "ann" / "attention.json").write_text("{ not json")
+    with pytest.raises(RuntimeError, match="ann: no result to record"):
+        _apply(tmp_path, "ann")
 
 
 def test_a_hand_in_the_grader_failed_on_is_not_recorded(tmp_path):
@@ -545,6 +551,7 @@ def test_only_the_release_s_files_are_read_and_a_linked_notebook_is_not(course, 
     with open(course.release(assignment, assignment.notebook), "rb") as fh:
         (honest / assignment.notebook).write_bytes(fh.read())
     (honest / "notes.html").write_text("<script>alert(1)</script>")
+    (honest / ".course-staged.json").write_text("{}")      # the course's note beside a copy it staged
     files, problems, left_out = staging.read_handin(str(tmp_path / "submitted"), "ann", assignment.id, release_dir)
     assert set(files) == {assignment.notebook} and problems == [] and left_out == ["notes.html"]
     linked = tmp_path / "submitted" / "bob" / assignment.id

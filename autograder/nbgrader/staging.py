@@ -156,7 +156,9 @@ def read_handin(base: str, student: str, assignment: str, release_dir: str,
                 files[handin.SECRET] = secret
             except handin.Refused as exc:
                 left_out.append(f"{handin.SECRET} ({exc})")
-        left_out += [p for p in handin.left_out(fd, handin.declared(release_dir)) if p not in notebooks]
+        # the course's own note beside a copy it staged (stage) is no file of the student's to report
+        left_out += [p for p in handin.left_out(fd, handin.declared(release_dir))
+                     if p not in notebooks and p != versions.STAGED]
     return files, problems, left_out
 
 

@@ -33,7 +33,9 @@ class ApplyResults(NbGraderPreprocessor):
     suites, and its result written as ``course grade`` writes it. A part's score
     becomes the cell's ``execute_result`` (nbgrader's partial credit) after a
     plain-text summary; a part with no verdict gets an error output, so nbgrader
-    scores it 0 rather than trusting an empty cell.
+    scores it 0 rather than trusting an empty cell. A hand-in with no result at all (its file gone
+    or unreadable) or one the grader failed on is not recorded: nbgrader's autograde fails for it,
+    with the reason, and the gradebook keeps what it held.
     """
 
     results_dir = Unicode("", help="<course folder>/results, holding <student>/<assignment>.json").tag(config=True)
@@ -58,9 +60,12 @@ class ApplyResults(NbGraderPreprocessor):
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
         info = resources["nbgrader"]
         record = self._record(info["student"], info["assignment"], info.get("notebook"))
-        if record is not None and record.grader_error:
+        if record is None:      # its results file gone or unreadable: the grader's problem, never a 0
+            raise RuntimeError(f"{info['student']}: no result to record (results/{info['student']}/"
+                               f"{info['assignment']}.json missing or unreadable); nothing recorded")
+        if record.grader_error:
             raise RuntimeError(f"{info['student']}: not graded (the grader failed on it); nothing recorded")
-        parts = {p.part: p for p in record.parts} if record is not None else {}
+        parts = {p.part: p for p in record.parts}
         for cell in nb.cells:
             if cell.cell_type != "code" or not is_grade(cell) or is_solution(cell):
                 continue
