@@ -148,8 +148,9 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     submitted = submitted or store.read_journal(out).get("submitted") or os.path.join(out, "submitted")
     records = store.load_summaries(out)
     by_key = {r.key: r for r in records}
+    refused: list[tuple[str, str]] = []
     try:
-        tasks = discovery.find_submissions(course, submitted)
+        tasks = discovery.find_submissions(course, submitted, refused)
     except NoSubmissions:
         tasks = []
     grader = versions.grader_version()
@@ -185,7 +186,10 @@ def status(course: Course, out: str, submitted: str | None = None) -> str:
     for row in totals.totals(course, records, scores):
         now_totals[row["student_id"]] = f"{row['total']:g}"
     pending = {s: t for s, t in now_totals.items() if before.get(s) != t}
-    sections = [(f"hand-ins not graded yet ({submitted})", ungraded), ("late hand-ins", lates),
+    sections = [(f"hand-ins not graded yet ({submitted})", ungraded),
+                (f"folders left out of grading ({submitted})",
+                 [f"  {untrusted.shown(name)}: {untrusted.shown(why)}" for name, why in refused]),
+                ("late hand-ins", lates),
                 ("hand-ins with written answers not graded yet in formgrader", unmarked),
                 ("hand-ins with hand grades to confirm in formgrader (the answer or the grader's score changed since)",
                  changed),

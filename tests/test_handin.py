@@ -76,6 +76,20 @@ def test_find_submissions_leaves_linked_folders_out(course, submitted):
                                ("mallory", "a symbolic link, not a folder")]
 
 
+def test_a_hand_in_for_no_assignment_of_the_course_is_named_not_dropped(course, submitted):
+    """A folder named after no assignment (a typo, another case, another course's) is listed as
+    left out, with the assignments there are, rather than vanishing from every report."""
+    (submitted / "alice" / "Attention").mkdir()
+    (submitted / "ben" / "bogus_assignment").mkdir(parents=True)
+    (submitted / "alice" / ".ipynb_checkpoints").mkdir()
+    refused = []
+    found = discovery.find_submissions(course, str(submitted), refused)
+    assert [task.key for task in found] == [("alice", "attention")]
+    ids = ", ".join(sorted(a.id for a in course.assignments))
+    assert refused == [("alice/Attention", f"not an assignment of this course ({ids})"),
+                       ("ben/bogus_assignment", f"not an assignment of this course ({ids})")]
+
+
 def test_copy_keeps_only_what_the_release_declares(tmp_path):
     release = tmp_path / "release"
     (release / "selfcheck").mkdir(parents=True)

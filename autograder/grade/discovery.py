@@ -28,8 +28,8 @@ def find_submissions(course: Course, submitted: str, refused: list[tuple[str, st
     """Every submission under ``submitted``.
 
     The folders are listed through autograder/grade/handin.py: folders that cannot be a student's
-    (symbolic links, names no export can hold) are left out and listed in ``refused`` as
-    (name, reason)."""
+    (symbolic links, names no export can hold), and a student's folder named after no assignment
+    of the course, are left out and listed in ``refused`` as (name, reason)."""
     if not os.path.isdir(submitted):
         raise NoSubmissions(f"{submitted}: no such folder of submissions")
     refused = [] if refused is None else refused
@@ -56,6 +56,11 @@ def find_submissions(course: Course, submitted: str, refused: list[tuple[str, st
             elif held == "folder":
                 found.append(Task(student, assignment.id, os.path.join(submitted, student, assignment.id,
                                                                      assignment.notebook)))
+        ids = {assignment.id for assignment in course.assignments}
+        for name, kind in sorted(assignments.items()):      # a hand-in no assignment reads says so
+            if kind in ("folder", "link") and name not in ids and not name.startswith("."):
+                refused.append((f"{student}/{wire.clean_text(name, 120)}",
+                                f"not an assignment of this course ({', '.join(sorted(ids))})"))
     if not found:
         raise NoSubmissions(f"{submitted}: no submissions in it (expected "
                             "<student>/<assignment>/<notebook>.ipynb)")
