@@ -350,11 +350,25 @@ def test_a_hand_in_nbgrader_fails_on_keeps_its_autograded_notebook_and_its_hand_
         with pytest.raises(NbgraderError):
             apps.autograde(term.course, attention, str(out), student_id="cy")
     assert notebook.read_bytes() == before
-    apps.autograde(term.course, attention, str(out), student_id="cy")
+    # a run killed (pid 999999, gone) after setting cy's folder aside: the next run puts it back; one
+    # still running (pid 1) keeps its own, and the hand-grade check reads the folder it set aside
+    for pid in (999999, 1):
+        aside = out / "autograded" / f".course-previous-{pid}-x" / "cy"
+        aside.mkdir(parents=True)
+        (out / "autograded" / "cy" / "attention").rename(aside / "attention")
+        apps.autograde(term.course, attention, str(out), student_id="cy")
+        assert notebook.exists() and _graded_by_hand(term, out, "cy")
+        assert (aside / "attention").exists() == (pid == 1), pid
+    shutil.rmtree(out / "autograded" / ".course-previous-1-x")
+    assert _graded_by_hand(term, out, "cy")
+
+
+def _graded_by_hand(term, out, student):
+    """Whether each of ``student``'s hand grades of the first assignment is there and not flagged."""
     from nbgrader.api import Gradebook
 
     from autograder.nbgrader import settings
     with Gradebook(settings.settings(term.course, str(out)).CourseDirectory.db_url, term.course.course_id) as gb:
-        for cell in ("answer_selection", "answer_mask_order"):
-            grade = gb.find_grade(cell, "attention", "attention", "cy")
-            assert (grade.manual_score, grade.needs_manual_grade) == (GRADES["cy", cell][0], False), cell
+        return all((grade.manual_score, grade.needs_manual_grade) == (GRADES[student, cell][0], False)
+                   for cell in ("answer_selection", "answer_mask_order")
+                   for grade in [gb.find_grade(cell, "attention", "attention", student)])

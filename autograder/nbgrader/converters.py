@@ -21,7 +21,9 @@ import contextlib
 import fnmatch
 import os
 import re
+import shutil
 import tempfile
+from typing import Any
 
 from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 
@@ -115,7 +117,9 @@ class SafeAutograde(_Staged, Autograde):
     With ``--force`` nbgrader removes a hand-in's autograded folder before autograding it, and
     leaves none when that fails: formgrader then has nothing to show for the grades the gradebook
     still holds, and the next autograde could not tell which answers the TA graded. The folder is
-    moved aside instead, and put back when the new one was not made."""
+    moved aside instead (``autograded/.course-previous-<pid>-*/<student>/<assignment>``), and put
+    back when the new one was not made; a run killed before it could is put right by the next
+    (:func:`put_back_left_over`), and meanwhile the hand-grade check reads the folder set aside."""
 
     _previous: str | None = None        # where this run keeps the autograded folders it replaces
     _kept: dict[str, str] = {}          # autograded folder -> its previous one, set aside
@@ -126,10 +130,11 @@ class SafeAutograde(_Staged, Autograde):
     def _convert(self, students: frozenset[str]) -> None:
         from autograder.nbgrader import handgrades
         root = os.path.join(self.coursedir.root, self.coursedir.autograded_directory)
+        put_back_left_over(root, self.log)
         self._kept = {}
         try:        # beside the folders it keeps (a rename, never a copy); none to keep without it
             with handgrades.kept(self.coursedir, students), \
-                    (tempfile.TemporaryDirectory(prefix=".course-previous-", dir=root) if os.path.isdir(root)
+                    (tempfile.TemporaryDirectory(prefix=f"{PREVIOUS}{os.getpid()}-", dir=root) if os.path.isdir(root)
                      else contextlib.nullcontext()) as previous:
                 self._previous = previous
                 try:
@@ -144,7 +149,8 @@ class SafeAutograde(_Staged, Autograde):
         excluded = student_id in excluded_students(self.coursedir)
         if (self.force and self._previous and not excluded and self.coursedir.notebook_id == "*"
                 and os.path.isdir(dest) and not os.path.islink(dest)):
-            aside = os.path.join(self._previous, str(len(self._kept)))
+            aside = os.path.join(self._previous, student_id, assignment_id)
+            os.makedirs(os.path.dirname(aside), exist_ok=True)
             os.replace(dest, aside)             # nbgrader would remove it: kept until its new one is made
             self._kept[dest] = aside
         return super().init_destination(assignment_id, student_id)
@@ -154,6 +160,37 @@ class SafeAutograde(_Staged, Autograde):
             if not os.path.exists(dest):
                 self.log.warning("Autograde failed for %s: its last autograded notebook is kept", dest)
                 os.replace(aside, dest)
+
+
+PREVIOUS = ".course-previous-"      # autograded/.course-previous-<pid>-*: one run's folders set aside
+
+
+def put_back_left_over(root: str, log: Any) -> None:
+    """Each autograded folder a run that is gone (killed before it could) set aside, put back
+    where no new one was made; then its folder of them removed."""
+    for name in os.listdir(root) if os.path.isdir(root) else ():
+        pid = name[len(PREVIOUS):].split("-", 1)[0]
+        if not name.startswith(PREVIOUS) or not pid.isdigit() or _alive(int(pid)):
+            continue
+        left = os.path.join(root, name)
+        for student in os.listdir(left):
+            for assignment in os.listdir(os.path.join(left, student)):
+                dest = os.path.join(root, student, assignment)
+                if not os.path.lexists(dest):
+                    log.warning("A stopped autograde had set %s aside: put back", dest)
+                    os.makedirs(os.path.dirname(dest), exist_ok=True)
+                    os.replace(os.path.join(left, student, assignment), dest)
+        shutil.rmtree(left, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class SafeFeedback(_Staged, GenerateFeedback):

@@ -22,6 +22,7 @@ leaves each notebook as its commit left it: no finished hand grade is flagged by
 """
 
 import contextlib
+import glob
 import json
 import os
 from collections.abc import Collection, Iterator, Mapping
@@ -51,14 +52,19 @@ def _hand_graded(gb: Gradebook, coursedir: CourseDirectory, students: Collection
 
 
 def _answers(coursedir: CourseDirectory, assignment: str, student: str, notebook: str) -> dict[str, str]:
-    """grade id -> source of each solution cell in the student's autograded notebook ({} when none)."""
-    path = os.path.join(coursedir.format_path(coursedir.autograded_directory, student, assignment),
-                        f"{notebook}.ipynb")
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return _answers_in(json.load(fh).get("cells", []))
-    except (OSError, ValueError, AttributeError):
-        return {}
+    """grade id -> source of each solution cell in the student's autograded notebook, or in the
+    one an autograde running or stopped has set aside (autograded/.course-previous-*/, see
+    :class:`autograder.nbgrader.converters.SafeAutograde`); {} when there is none."""
+    folder = coursedir.format_path(coursedir.autograded_directory, student, assignment)
+    aside = glob.glob(os.path.join(glob.escape(os.path.dirname(os.path.dirname(folder))), ".course-previous-*",
+                                   glob.escape(student), glob.escape(assignment), glob.escape(f"{notebook}.ipynb")))
+    for path in [os.path.join(folder, f"{notebook}.ipynb"), *sorted(aside)]:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                return _answers_in(json.load(fh).get("cells", []))
+        except (OSError, ValueError, AttributeError):
+            continue
+    return {}
 
 
 def _answers_in(cells: Any) -> dict[str, str]:
