@@ -346,6 +346,11 @@ def test_a_db_url_set_mid_term_stops_the_export_rather_than_lose_hand_grades(ter
     assert cfg.GenerateFeedback.preprocessors == refused
     assert cfg.ExportApp.plugin_class == "autograder.nbgrader.plugins.RefusedExport"
     assert "Refused" not in str(cfg.ExchangeFactory.submit), "students could no longer hand in"
+    assert cfg.CourseDirectory.db_url.startswith(f"sqlite:///{out}/gradebook.db")     # nothing made at db_url
+    from autograder.nbgrader.converters import SafeAutograde
+    with pytest.raises(RuntimeError, match="gradebook.db holds this folder's gradebook"):
+        SafeAutograde(coursedir=None, config=cfg).start()      # before any student is recorded
+    assert not (out / "elsewhere.db").exists()
 
 
 def test_a_stub_with_the_students_code_in_a_cell_of_their_own_is_attempted(course):

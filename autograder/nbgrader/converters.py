@@ -48,6 +48,9 @@ class _Staged(BaseConverter):
 
     def start(self) -> None:
         from autograder.untrusted import student_id_problem
+        refused = self.config.get("Refuse", {}).get("problem", "")
+        if refused:         # before nbgrader records a student, or removes an autograded folder
+            raise RuntimeError(f"nothing is done here until this is fixed: {refused}")
         base = os.path.join(self.coursedir.root, self._input_folder())
         release = self.coursedir.format_path(self.coursedir.release_directory, ".", ".")
         with tempfile.TemporaryDirectory(prefix="nbgrader-handins-") as staged:

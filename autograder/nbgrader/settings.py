@@ -134,6 +134,8 @@ def configure(c: Config, out: str | None = None, course_yaml: str | None = None,
     lost = left_behind(course, out or course.root)
     if lost:        # each step on the gradebook would read and write another than the hand grades'
         _refuse(c, lost, exchange=False)     # students still fetch and submit
+        # what nbgrader opens before a step refuses is the folder's own gradebook, never db_url's
+        c.CourseDirectory.db_url = f"sqlite:///{os.path.join(out or course.root, 'gradebook.db')}?timeout=60"
 
 
 def generate_preprocessors(*more: str) -> list:
