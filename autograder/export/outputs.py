@@ -70,6 +70,9 @@ OTHER: tuple[Output, ...] = (
                "valid notebook, and `.course-staged.json`, the sha256 of the hand-in it stands for"),
     Output("", "autograded/<student>/<assignment>/", "",
                "nbgrader's autograded copies, which formgrader serves"),
+    Output("", "autograded/.course-previous-<pid>-*/", "",
+               "while an autograde runs: the autograded copies it replaces, put back if it fails; one a "
+               "stopped run left is put back by the next autograde"),
 )
 
 
