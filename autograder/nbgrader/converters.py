@@ -29,8 +29,9 @@ from nbgrader.converters import Autograde, BaseConverter, GenerateFeedback
 
 from autograder.grade import handin
 from autograder.nbgrader import alembic_head  # noqa: F401 - a new gradebook's schema version, read in this process
-from autograder.nbgrader import shared_engine
+from autograder.nbgrader import handgrades, shared_engine
 from autograder.nbgrader import staging
+from autograder.nbgrader.handgrades import PREVIOUS
 from autograder.nbgrader.staging import excluded_students
 
 
@@ -125,13 +126,12 @@ class SafeAutograde(_Staged, Autograde):
     (:func:`put_back_left_over`), and meanwhile the hand-grade check reads the folder set aside."""
 
     _previous: str | None = None        # where this run keeps the autograded folders it replaces
-    _kept: dict[str, str] = {}          # autograded folder -> its previous one, set aside
+    _kept: dict[str, str]               # autograded folder -> its previous one, set aside (in a run)
 
     def _reading_handins(self) -> bool:
         return self._sanitizing
 
     def _convert(self, students: frozenset[str]) -> None:
-        from autograder.nbgrader import handgrades
         root = os.path.join(self.coursedir.root, self.coursedir.autograded_directory)
         put_back_left_over(root, self.log)
         self._kept = {}
@@ -163,9 +163,6 @@ class SafeAutograde(_Staged, Autograde):
             if not os.path.exists(dest):
                 self.log.warning("Autograde failed for %s: its last autograded notebook is kept", dest)
                 os.replace(aside, dest)
-
-
-PREVIOUS = ".course-previous-"      # autograded/.course-previous-<pid>-*: one run's folders set aside
 
 
 def put_back_left_over(root: str, log: Any) -> None:

@@ -33,6 +33,7 @@ from nbgrader.api import BaseCell, Grade, Gradebook, Notebook, SubmittedAssignme
 from nbgrader.coursedir import CourseDirectory
 
 Key = tuple[str, str, str]        # (student, notebook, grade id)
+PREVIOUS = ".course-previous-"    # autograded/.course-previous-<pid>-*: one run's folders set aside
 NAMED = 500     # at most this many students are named to the database; more are picked out here
 
 
@@ -56,7 +57,7 @@ def _answers(coursedir: CourseDirectory, assignment: str, student: str, notebook
     one an autograde running or stopped has set aside (autograded/.course-previous-*/, see
     :class:`autograder.nbgrader.converters.SafeAutograde`); {} when there is none."""
     folder = coursedir.format_path(coursedir.autograded_directory, student, assignment)
-    aside = glob.glob(os.path.join(glob.escape(os.path.dirname(os.path.dirname(folder))), ".course-previous-*",
+    aside = glob.glob(os.path.join(glob.escape(os.path.dirname(os.path.dirname(folder))), PREVIOUS + "*",
                                    glob.escape(student), glob.escape(assignment), glob.escape(f"{notebook}.ipynb")))
     for path in [os.path.join(folder, f"{notebook}.ipynb"), *sorted(aside)]:
         try:
